@@ -1,0 +1,85 @@
+# The two commands a newcomer needs: `make book` and `make test`. Both create .venv on first run.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+JB := $(VENV)/bin/jupyter-book
+STAMP := $(VENV)/.installed-stamp
+BUILD := _build
+JBFLAGS := -W -n --keep-going
+
+.PHONY: help book book-clean student-book test test-fast test-browser lab notebooks assignments clean lock gpu-check bench page
+
+help:
+	@echo "make book          build the HTML book into $(BUILD)/html (executes every page)"
+	@echo "make test          run the whole test suite"
+	@echo "make test-browser  drive the built book in headless Chromium"
+	@echo "make lab           open JupyterLab; the chapters' .md files open as notebooks"
+	@echo "make notebooks     write .ipynb copies of chapters and exercises into notebooks/"
+	@echo "make student-book  build the book without solutions into $(BUILD)/student/html"
+	@echo "make assignments   otter-grader assignments from exercises (CHAPTERS=\"01 02\")"
+	@echo "make page PAGE=chapters/x.md   build one page alone (quick check while writing)"
+	@echo "make bench         run the attention benchmark; make gpu-check on a GPU machine"
+	@echo "make clean         remove builds (keeps .venv); make distclean also removes .venv"
+
+$(STAMP): pyproject.toml requirements/lock.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade "pip>=24"
+	$(PY) -m pip install --quiet -c requirements/lock.txt -e ".[book,dev,instructor]"
+	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+assets: $(STAMP)
+	$(PY) tools/vendor_assets.py
+
+book: $(STAMP) assets
+	$(JB) build . $(JBFLAGS)
+	@echo "The book: file://$(CURDIR)/$(BUILD)/html/index.html"
+
+book-clean:
+	rm -rf $(BUILD)/html $(BUILD)/jupyter_execute $(BUILD)/.doctrees $(BUILD)/.jupyter_cache
+	$(MAKE) book
+
+student-book: $(STAMP) assets
+	$(JB) build . $(JBFLAGS) --toc _toc_student.yml --path-output $(BUILD)/student-src
+	rm -rf $(BUILD)/student && mkdir -p $(BUILD)/student && cp -r $(BUILD)/student-src/_build/html $(BUILD)/student/html
+	@echo "The student edition: file://$(CURDIR)/$(BUILD)/student/html/index.html"
+
+page: $(STAMP) assets
+	$(JB) build $(PAGE) --config _config.yml $(JBFLAGS) --path-output $(BUILD)/pages/$(basename $(notdir $(PAGE)))
+
+test: $(STAMP)
+	$(VENV)/bin/pytest
+
+test-fast: $(STAMP)
+	$(VENV)/bin/pytest -m "not slow and not browser"
+
+test-browser: $(STAMP)
+	$(VENV)/bin/pytest -m browser
+
+lab: $(STAMP)
+	$(VENV)/bin/jupyter lab
+
+notebooks: $(STAMP)
+	$(PY) tools/make_notebooks.py
+
+assignments: $(STAMP)
+	$(PY) tools/make_assignments.py $(CHAPTERS)
+
+bench: $(STAMP)
+	$(PY) benchmarks/attention.py
+
+gpu-check: $(STAMP)
+	bash benchmarks/gpu_check.sh
+
+lock:
+	$(PY) -m pip freeze --exclude-editable | grep -v '^attnlab' | sed 's/^torch==\(.*\)+cpu/torch==\1/' > requirements/lock.body
+	{ sed -n '1,3p' requirements/lock.txt; cat requirements/lock.body; } > requirements/lock.new && mv requirements/lock.new requirements/lock.txt && rm requirements/lock.body
+
+clean:
+	rm -rf $(BUILD) notebooks assignments .pytest_cache
+
+distclean: clean
+	rm -rf $(VENV) _static/mathjax _static/vendor

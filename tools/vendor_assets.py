@@ -1,0 +1,61 @@
+"""Copy the JavaScript the HTML book needs into _static/, so it reads with no network.
+
+- MathJax 3 (with its fonts) from the PyPI package django-static-mathjax -> _static/mathjax
+- require.js and @jupyter-widgets/html-manager's embed-amd.js (for widget pages) from the
+  npm registry -> _static/vendor (fetched once with `npm pack`, licences copied alongside)
+
+Run by `make book`; idempotent and quick when the files are already there.
+"""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+STATIC = ROOT / "_static"
+NPM_PACKAGES = {  # package@version -> {path prefix in the tarball's package/: name under _static/vendor}
+    # require.js (MIT, see its package.json)
+    "requirejs@2.3.8": {"require.js": "require.min.js", "package.json": "requirejs.package.json"},
+    # embed-amd.js with the fonts it loads beside it (BSD-3-Clause, see its package.json)
+    "@jupyter-widgets/html-manager@1.0.15": {"dist/": "", "package.json": "html-manager.package.json"},
+}
+
+
+def vendor_mathjax() -> None:
+    import mathjax  # the django-static-mathjax package
+
+    src = Path(mathjax.__file__).parent / "static" / "mathjax" / "es5"
+    dest = STATIC / "mathjax"
+    if (dest / "tex-chtml.js").exists():
+        return
+    shutil.copytree(src, dest, dirs_exist_ok=True)
+
+
+def vendor_npm() -> None:
+    dest = STATIC / "vendor"
+    if (dest / "embed-amd.js").exists() and (dest / "require.min.js").exists():
+        return
+    dest.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        for spec, files in NPM_PACKAGES.items():
+            out = subprocess.run(["npm", "pack", spec, "--silent"], cwd=tmp, check=True,
+                                 capture_output=True, text=True).stdout.strip().splitlines()[-1]
+            with tarfile.open(Path(tmp) / out) as tar:
+                for inner, name in files.items():
+                    members = [m for m in tar.getmembers() if m.isfile() and m.name.startswith(f"package/{inner}")
+                               and not m.name.endswith(".map")]
+                    if not members:
+                        sys.exit(f"{spec} has no {inner}")
+                    for m in members:
+                        target = dest / (name or m.name.removeprefix(f"package/{inner}"))
+                        target.write_bytes(tar.extractfile(m).read())
+
+
+if __name__ == "__main__":
+    vendor_mathjax()
+    vendor_npm()
+    print(f"vendored assets in {STATIC.relative_to(ROOT)}/")
