@@ -3,6 +3,8 @@ import re
 import tomllib
 from pathlib import Path
 
+import yaml
+
 ROOT = Path(__file__).resolve().parent.parent
 CONDA_NAMES = {"torch": "pytorch"}          # PyPI name -> conda-forge name, where they differ
 CONDA_ONLY = {"python", "pip", "nodejs"}    # environment.yml needs these; pyproject cannot list them
@@ -21,11 +23,11 @@ def pyproject_names() -> set[str]:
 
 
 def environment_names() -> set[str]:
+    deps = yaml.safe_load((ROOT / "environment.yml").read_text())["dependencies"]
     names = set()
-    for line in (ROOT / "environment.yml").read_text().splitlines():
-        m = re.match(r"^\s+-\s+([A-Za-z0-9_.\-]+)", line)
-        if m and not line.strip().endswith(":"):
-            names.add(name_of(m.group(1)))
+    for dep in deps:
+        for item in (dep["pip"] if isinstance(dep, dict) else [dep]):
+            names.add(name_of(item))
     return names - CONDA_ONLY
 
 
