@@ -57,7 +57,7 @@ test-fast: $(STAMP)
 	$(VENV)/bin/pytest -m "not slow and not browser"
 
 test-browser: $(STAMP)
-	$(VENV)/bin/pytest -m browser
+	REQUIRE_BOOK=1 $(VENV)/bin/pytest -m browser
 
 lab: $(STAMP)
 	$(VENV)/bin/jupyter lab
@@ -82,4 +82,4 @@ clean:
 	rm -rf $(BUILD) notebooks assignments .pytest_cache
 
 distclean: clean
-	rm -rf $(VENV) _static/mathjax _static/vendor
+	rm -rf $(VENV) _vendor

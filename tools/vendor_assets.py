@@ -1,8 +1,8 @@
-"""Copy the JavaScript the HTML book needs into _static/, so it reads with no network.
+"""Copy the JavaScript the HTML book needs into _vendor/ (served under _static/), so it reads offline.
 
-- MathJax 3 (with its fonts) from the PyPI package django-static-mathjax -> _static/mathjax
+- MathJax 3 (with its fonts) from the PyPI package django-static-mathjax -> _vendor/mathjax
 - require.js and @jupyter-widgets/html-manager's embed-amd.js (for widget pages) from the
-  npm registry -> _static/vendor (fetched once with `npm pack`, licences copied alongside)
+  npm registry -> _vendor/widgets (fetched once with `npm pack`, licences copied alongside)
 
 Run by `make book`; idempotent and quick when the files are already there.
 """
@@ -16,8 +16,8 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-STATIC = ROOT / "_static"
-NPM_PACKAGES = {  # package@version -> {path prefix in the tarball's package/: name under _static/vendor}
+STATIC = ROOT / "_vendor"   # not _static: Jupyter Book adds every .js file in _static to every page
+NPM_PACKAGES = {  # package@version -> {path prefix in the tarball's package/: name under _vendor/widgets}
     # require.js (MIT, see its package.json)
     "requirejs@2.3.8": {"require.js": "require.min.js", "package.json": "requirejs.package.json"},
     # embed-amd.js with the fonts it loads beside it (BSD-3-Clause, see its package.json)
@@ -36,7 +36,7 @@ def vendor_mathjax() -> None:
 
 
 def vendor_npm() -> None:
-    dest = STATIC / "vendor"
+    dest = STATIC / "widgets"
     if (dest / "embed-amd.js").exists() and (dest / "require.min.js").exists():
         return
     dest.mkdir(parents=True, exist_ok=True)
