@@ -8,6 +8,7 @@ With S = scale * Q K^T, A = masked_softmax(S), O = A V and an upstream gradient 
 Forbidden entries have A = 0, so they pass no gradient; padding query rows have A = 0 and
 O = 0, so they pass none either.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -25,7 +26,9 @@ def softmax_jacobian(a) -> np.ndarray:
     """
     a = _as_float("a", a)
     if a.ndim == 0:
-        raise AttentionInputError("a must be a probability vector with at least one axis; got a scalar")
+        raise AttentionInputError(
+            "a must be a probability vector with at least one axis; got a scalar"
+        )
     return a[..., :, None] * np.eye(a.shape[-1]) - a[..., :, None] * a[..., None, :]
 
 
@@ -45,17 +48,27 @@ def attention_backward(q, k, v, grad_out, allowed=None, query_valid=None, scale=
     Shapes follow :func:`attnlab.attention`; ``grad_out`` has the output's shape (..., T, d_v).
     """
     q, k, v = _as_float("q", q), _as_float("k", k), _as_float("v", v)
-    out, a = attention(q, k, v, allowed=allowed, query_valid=query_valid, scale=scale, return_weights=True)
+    out, a = attention(
+        q,
+        k,
+        v,
+        allowed=allowed,
+        query_valid=query_valid,
+        scale=scale,
+        return_weights=True,
+    )
     g = _as_float("grad_out", grad_out)
     if g.shape != out.shape:
-        raise AttentionInputError(f"grad_out must have the output's shape {V.fmt(out.shape)}; got {V.fmt(g.shape)}")
+        raise AttentionInputError(
+            f"grad_out must have the output's shape {V.fmt(out.shape)}; got {V.fmt(g.shape)}"
+        )
     c = V.scale_value(scale, q.shape[-1])
 
-    dv = np.swapaxes(a, -1, -2) @ g                           # (..., S, d_v)
-    da = g @ np.swapaxes(v, -1, -2)                           # (..., T, S)
-    ds = a * (da - (a * da).sum(axis=-1, keepdims=True))      # (..., T, S), row by row
-    dq = c * ds @ k                                           # (..., T, d_k)
-    dk = c * np.swapaxes(ds, -1, -2) @ q                      # (..., S, d_k)
+    dv = np.swapaxes(a, -1, -2) @ g  # (..., S, d_v)
+    da = g @ np.swapaxes(v, -1, -2)  # (..., T, S)
+    ds = a * (da - (a * da).sum(axis=-1, keepdims=True))  # (..., T, S), row by row
+    dq = c * ds @ k  # (..., T, d_k)
+    dk = c * np.swapaxes(ds, -1, -2) @ q  # (..., S, d_k)
     return _unbroadcast(dq, q.shape), _unbroadcast(dk, k.shape), _unbroadcast(dv, v.shape)
 
 
@@ -71,7 +84,7 @@ def numerical_gradient(f, x, eps: float = 1e-6) -> np.ndarray:
     if not np.isfinite(eps) or eps <= 0:
         raise AttentionInputError(f"eps must be a finite positive number; got {eps!r}")
     grad = np.zeros_like(x)
-    flat, gflat = x.reshape(-1), grad.reshape(-1)   # views onto x and grad
+    flat, gflat = x.reshape(-1), grad.reshape(-1)  # views onto x and grad
     for i in range(flat.size):
         saved = flat[i]
         flat[i] = saved + eps

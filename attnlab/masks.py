@@ -4,6 +4,7 @@ One convention inside the book; converters at the edge for the other two in comm
 (additive 0 / -inf masks, and nn.MultiheadAttention's True-means-masked). Positions are
 absolute: query row i sits at position ``offset + i`` and key column j at position j.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -23,11 +24,13 @@ def _positions(T, S, offset):
     T = _count("T", T)
     S = T if S is None else _count("S", S)
     if offset is None:
-        offset = S - T          # queries are the newest T positions (bottom-right aligned)
+        offset = S - T  # queries are the newest T positions (bottom-right aligned)
     elif isinstance(offset, bool) or not isinstance(offset, (int, np.integer)):
-        raise AttentionInputError(f"offset must be an integer (absolute position of query 0); got {offset!r}")
-    q_pos = int(offset) + np.arange(T)[:, None]   # (T, 1)
-    k_pos = np.arange(S)[None, :]                 # (1, S)
+        raise AttentionInputError(
+            f"offset must be an integer (absolute position of query 0); got {offset!r}"
+        )
+    q_pos = int(offset) + np.arange(T)[:, None]  # (T, 1)
+    k_pos = np.arange(S)[None, :]  # (1, S)
     return q_pos, k_pos
 
 
@@ -61,10 +64,14 @@ def padding(lengths, S) -> np.ndarray:
     S = _count("S", S)
     lengths = np.asarray(lengths)
     if lengths.ndim != 1 or not np.issubdtype(lengths.dtype, np.integer):
-        raise AttentionInputError(f"lengths must be a 1-D array of integers; got dtype {lengths.dtype}, shape {V.fmt(lengths.shape)}")
+        raise AttentionInputError(
+            f"lengths must be a 1-D array of integers; got dtype {lengths.dtype}, shape {V.fmt(lengths.shape)}"
+        )
     if (lengths < 0).any() or (lengths > S).any():
-        raise AttentionInputError(f"every length must lie in [0, S={S}]; got {lengths.tolist()}")
-    return (np.arange(S)[None, :] < lengths[:, None])[:, None, :]   # (B, 1, S)
+        raise AttentionInputError(
+            f"every length must lie in [0, S={S}]; got {lengths.tolist()}"
+        )
+    return (np.arange(S)[None, :] < lengths[:, None])[:, None, :]  # (B, 1, S)
 
 
 def documents(doc_ids) -> np.ndarray:
@@ -74,7 +81,9 @@ def documents(doc_ids) -> np.ndarray:
     """
     ids = np.asarray(doc_ids)
     if ids.ndim < 1 or ids.shape[-1] == 0:
-        raise AttentionInputError(f"doc_ids must have shape (..., T) with T >= 1; got {V.fmt(ids.shape)}")
+        raise AttentionInputError(
+            f"doc_ids must have shape (..., T) with T >= 1; got {V.fmt(ids.shape)}"
+        )
     return ids[..., :, None] == ids[..., None, :]
 
 
@@ -92,13 +101,16 @@ def from_additive(additive) -> np.ndarray:
     """
     m = np.asarray(additive, dtype=float)
     if np.isnan(m).any() or np.isposinf(m).any():
-        raise AttentionInputError("additive mask must hold 0 (allowed) or -inf (forbidden); found nan or +inf")
+        raise AttentionInputError(
+            "additive mask must hold 0 (allowed) or -inf (forbidden); found nan or +inf"
+        )
     finite = np.isfinite(m)
     if (m[finite] != 0).any():
         bad = float(m[finite][m[finite] != 0][0])
         raise AttentionInputError(
             f"additive mask must hold 0 (allowed) or -inf (forbidden); found {bad!r}. A large finite penalty "
-            f"like -1e9 is a bias, not a mask: rows it fully masks come out uniform instead of empty")
+            f"like -1e9 is a bias, not a mask: rows it fully masks come out uniform instead of empty"
+        )
     return finite
 
 
@@ -110,5 +122,7 @@ def from_forbidden(mask) -> np.ndarray:
 def _boolean(name, mask) -> np.ndarray:
     m = np.asarray(mask)
     if m.dtype != bool:
-        raise AttentionInputError(f"{name} must be a boolean array; got dtype {m.dtype}, shape {V.fmt(m.shape)}")
+        raise AttentionInputError(
+            f"{name} must be a boolean array; got dtype {m.dtype}, shape {V.fmt(m.shape)}"
+        )
     return m
