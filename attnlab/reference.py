@@ -117,7 +117,13 @@ def attention(q, k, v, allowed=None, query_valid=None, scale=None, return_weight
     c = V.scale_value(scale, d_k)
     check_visibility(allowed, query_valid, wshape)
 
-    scores = (q @ np.swapaxes(k, -1, -2)) * c                   # (..., T, S)
+    with np.errstate(over="ignore", invalid="ignore"):
+        scores = (q @ np.swapaxes(k, -1, -2)) * c               # (..., T, S)
+    if not np.isfinite(scores).all():
+        raise AttentionInputError(
+            f"the scores q k^T * scale overflowed {scores.dtype} (finite inputs, infinite "
+            f"products; largest |q| = {np.abs(q).max():.3g}, |k| = {np.abs(k).max():.3g}). "
+            f"Rescale the inputs or compute in float64")
     scores = np.broadcast_to(scores, wshape)                    # (..., T, S)
     live = None if query_valid is None else np.broadcast_to(query_valid, wshape[:-1])
     weights = masked_softmax(scores, allowed, live)             # (..., T, S)

@@ -29,6 +29,13 @@ def test_attention_bad_input(args, kwargs, message):
         al.attention(*args, **kwargs)
 
 
+def test_overflowing_scores_raise_instead_of_nan():
+    big = np.full((2, 3), 1e20, dtype=np.float32)
+    with pytest.raises(ValueError, match=r"scores q k\^T \* scale overflowed float32"):
+        al.attention(big, big, big)
+    assert np.isfinite(al.attention(big.astype(np.float64), big, big)).all()
+
+
 def test_empty_visibility_is_a_value_error_naming_the_row():
     allowed = np.ones((3, 5), dtype=bool)
     allowed[2] = False
