@@ -29,7 +29,9 @@ def softmax_jacobian(a) -> np.ndarray:
         raise AttentionInputError(
             "a must be a probability vector with at least one axis; got a scalar"
         )
-    return a[..., :, None] * np.eye(a.shape[-1]) - a[..., :, None] * a[..., None, :]
+    diag = a[..., :, None] * np.eye(a.shape[-1])     # (..., n, n)
+    outer = a[..., :, None] * a[..., None, :]         # (..., n, n)
+    return diag - outer
 
 
 def _unbroadcast(g: np.ndarray, shape) -> np.ndarray:
@@ -42,34 +44,31 @@ def _unbroadcast(g: np.ndarray, shape) -> np.ndarray:
     return g
 
 
-def attention_backward(q, k, v, grad_out, allowed=None, query_valid=None, scale=None):
-    """Return (dq, dk, dv) for L with dL/d(out) = grad_out, out = attention(q, k, v, ...).
+def attention_backward(q, k, v, grad_out, allowed=None, query_valid=None,
+                       scale=None):
+    """(dq, dk, dv) of L where dL/d(out) = grad_out, out = attention(...).
 
-    Shapes follow :func:`attnlab.attention`; ``grad_out`` has the output's shape (..., T, d_v).
+    Shapes follow :func:`attnlab.attention`; ``grad_out`` has the output's
+    shape (..., T, d_v).
     """
     q, k, v = _as_float("q", q), _as_float("k", k), _as_float("v", v)
-    out, a = attention(
-        q,
-        k,
-        v,
-        allowed=allowed,
-        query_valid=query_valid,
-        scale=scale,
-        return_weights=True,
-    )
+    out, a = attention(q, k, v, allowed=allowed, query_valid=query_valid,
+                       scale=scale, return_weights=True)
     g = _as_float("grad_out", grad_out)
     if g.shape != out.shape:
         raise AttentionInputError(
-            f"grad_out must have the output's shape {V.fmt(out.shape)}; got {V.fmt(g.shape)}"
-        )
+            f"grad_out must have the output's shape {V.fmt(out.shape)}; "
+            f"got {V.fmt(g.shape)}")
     c = V.scale_value(scale, q.shape[-1])
 
-    dv = np.swapaxes(a, -1, -2) @ g  # (..., S, d_v)
-    da = g @ np.swapaxes(v, -1, -2)  # (..., T, S)
-    ds = a * (da - (a * da).sum(axis=-1, keepdims=True))  # (..., T, S), row by row
-    dq = c * ds @ k  # (..., T, d_k)
-    dk = c * np.swapaxes(ds, -1, -2) @ q  # (..., S, d_k)
-    return _unbroadcast(dq, q.shape), _unbroadcast(dk, k.shape), _unbroadcast(dv, v.shape)
+    dv = np.swapaxes(a, -1, -2) @ g                   # (..., S, d_v)
+    da = g @ np.swapaxes(v, -1, -2)                   # (..., T, S)
+    row = (a * da).sum(axis=-1, keepdims=True)        # (..., T, 1)
+    ds = a * (da - row)                               # (..., T, S)
+    dq = c * ds @ k                                   # (..., T, d_k)
+    dk = c * np.swapaxes(ds, -1, -2) @ q              # (..., S, d_k)
+    return (_unbroadcast(dq, q.shape), _unbroadcast(dk, k.shape),
+            _unbroadcast(dv, v.shape))
 
 
 def numerical_gradient(f, x, eps: float = 1e-6) -> np.ndarray:

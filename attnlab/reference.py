@@ -36,56 +36,60 @@ def _as_float(name: str, x) -> np.ndarray:
 def softmax(x, axis: int = -1) -> np.ndarray:
     """Numerically stable softmax along ``axis``.
 
-    Subtracting the row maximum first changes nothing mathematically (softmax is invariant
-    to adding a constant to every entry) but keeps ``exp`` from overflowing.
+    Subtracting the row maximum first changes nothing mathematically (the
+    softmax is invariant to adding one constant to every entry) but keeps
+    ``exp`` from overflowing: every exponent is <= 0.
     """
     a = _as_float("x", x)
     if a.ndim == 0:
-        raise AttentionInputError("x must have at least one axis; got a scalar")
+        raise AttentionInputError(
+            "x must have at least one axis; got a scalar")
     if not -a.ndim <= axis < a.ndim:
         raise AttentionInputError(
-            f"axis {axis} is out of range for x of shape {V.fmt(a.shape)}"
-        )
-    shifted = a - a.max(axis=axis, keepdims=True)
+            f"axis {axis} is out of range for x of shape {V.fmt(a.shape)}")
+    shifted = a - a.max(axis=axis, keepdims=True)     # max entry becomes 0
     e = np.exp(shifted)
     return e / e.sum(axis=axis, keepdims=True)
 
 
 def masked_softmax(scores, allowed=None, live_rows=None) -> np.ndarray:
-    """Softmax over the last axis, restricted to ``allowed`` entries (Algorithm 5.1).
+    """Softmax over the last axis, only over ``allowed`` entries (Algorithm 5.1).
 
-    For each row: take the largest *allowed* score, exponentiate the allowed scores minus
-    it, divide by their sum. Forbidden entries get weight exactly 0 (never exp(-1e9)).
-    Rows where ``live_rows`` is False (padding queries) get all-zero weights. Every other
-    row must have an allowed entry; :func:`check_visibility` makes sure beforehand.
+    Each row: take the largest *allowed* score, exponentiate the allowed
+    scores minus it, divide by their sum. Forbidden entries get weight
+    exactly 0 (never exp(-1e9)). Rows where ``live_rows`` is False (padding
+    queries) get all-zero weights. Every other row must have an allowed
+    entry; :func:`check_visibility` makes sure of that beforehand.
     """
-    allowed = np.ones(scores.shape, bool) if allowed is None else allowed
-    allowed = np.broadcast_to(allowed, scores.shape)                # (..., T, S)
+    if allowed is None:
+        allowed = np.ones(scores.shape, bool)
+    allowed = np.broadcast_to(allowed, scores.shape)        # (..., T, S)
     if live_rows is not None:
-        allowed = allowed & live_rows[..., None]                    # (..., T, S)
-    has_key = allowed.any(axis=-1, keepdims=True)                   # (..., T, 1)
-    row_max = np.where(allowed, scores, -np.inf).max(axis=-1, keepdims=True)
-    row_max = np.where(has_key, row_max, 0.0)                       # empty rows: no shift
-    shifted = np.where(allowed, scores - row_max, 0.0)              # <= 0 where allowed
-    e = np.where(allowed, np.exp(shifted), 0.0)                     # forbidden: exactly 0
+        allowed = allowed & live_rows[..., None]            # (..., T, S)
+    has_key = allowed.any(axis=-1, keepdims=True)           # (..., T, 1)
+    masked = np.where(allowed, scores, -np.inf)
+    row_max = masked.max(axis=-1, keepdims=True)
+    row_max = np.where(has_key, row_max, 0.0)    # empty row: nothing to shift
+    shifted = np.where(allowed, scores - row_max, 0.0)   # <= 0 where allowed
+    e = np.where(allowed, np.exp(shifted), 0.0)  # forbidden: exactly 0
     total = e.sum(axis=-1, keepdims=True)
-    return e / np.where(has_key, total, 1.0)                        # empty rows stay 0
+    return e / np.where(has_key, total, 1.0)     # empty rows stay all 0
 
 
-def check_visibility(allowed: np.ndarray, query_valid: np.ndarray | None, shape) -> None:
+def check_visibility(allowed, query_valid, shape) -> None:
     """Raise EmptyVisibilityError if a valid query may read no key."""
     if allowed is None:
         return
-    empty = ~np.broadcast_to(allowed, shape).any(axis=-1)  # (..., T)
+    empty = ~np.broadcast_to(allowed, shape).any(axis=-1)   # (..., T)
     if query_valid is not None:
         empty &= np.broadcast_to(query_valid, shape[:-1])
     if empty.any():
         where = tuple(int(i) for i in np.argwhere(empty)[0])
         raise EmptyVisibilityError(
-            f"query at index {where} (batch/head axes..., query row) is valid but may "
-            f"read no key: its row of `allowed` is all False, so the softmax has nothing "
-            f"to normalise. Mark it invalid with query_valid=False (it then gets zero "
-            f"output) or fix the mask"
+            f"query at index {where} (batch/head axes..., query row) is "
+            f"valid but may read no key: its row of `allowed` is all False, "
+            f"so the softmax has nothing to normalise. Mark it invalid with "
+            f"query_valid=False (it then gets zero output) or fix the mask"
         )
 
 
@@ -103,32 +107,42 @@ def prepare_masks(allowed, query_valid, batch, T, S):
     return allowed, query_valid, target
 
 
-def attention(q, k, v, allowed=None, query_valid=None, scale=None, return_weights=False):
-    """Scaled dot-product attention, softmax(q k^T * scale) v, with visibility masks.
+def attention(q, k, v, allowed=None, query_valid=None, scale=None,
+              return_weights=False):
+    """Scaled dot-product attention softmax(q k^T * scale) v, with masks.
 
     q (..., T, d_k), k (..., S, d_k), v (..., S, d_v) -> out (..., T, d_v)
-    allowed: bool, broadcastable to (..., T, S); True = this query may read this key.
-    query_valid: bool, broadcastable to (..., T); False rows (padding queries) get zero output
-    and zero weights. A valid query with no allowed key raises EmptyVisibilityError.
+    allowed: bool, broadcastable to (..., T, S); True = query may read key.
+    query_valid: bool, broadcastable to (..., T); False rows (padding
+    queries) get zero output and zero weights. A valid query with no
+    allowed key raises EmptyVisibilityError.
     """
     q, k, v = _as_float("q", q), _as_float("k", k), _as_float("v", v)
     batch, T, S, d_k, _ = V.qkv_shapes(q.shape, k.shape, v.shape)
-    allowed, query_valid, wshape = prepare_masks(allowed, query_valid, batch, T, S)
+    allowed, query_valid, wshape = prepare_masks(
+        allowed, query_valid, batch, T, S)
     c = V.scale_value(scale, d_k)
     check_visibility(allowed, query_valid, wshape)
 
     with np.errstate(over="ignore", invalid="ignore"):
-        scores = (q @ np.swapaxes(k, -1, -2)) * c               # (..., T, S)
+        scores = (q @ np.swapaxes(k, -1, -2)) * c       # (..., T, S)
+    _check_scores(scores, q, k)
+    scores = np.broadcast_to(scores, wshape)            # (..., T, S)
+    live = None
+    if query_valid is not None:
+        live = np.broadcast_to(query_valid, wshape[:-1])    # (..., T)
+    weights = masked_softmax(scores, allowed, live)     # (..., T, S)
+    out = weights @ v                                   # (..., T, d_v)
+    return (out, weights) if return_weights else out
+
+
+def _check_scores(scores, q, k) -> None:
+    """Finite inputs can still overflow in q k^T (float32 above ~1e19)."""
     if not np.isfinite(scores).all():
         raise AttentionInputError(
-            f"the scores q k^T * scale overflowed {scores.dtype} (finite inputs, infinite "
-            f"products; largest |q| = {np.abs(q).max():.3g}, |k| = {np.abs(k).max():.3g}). "
-            f"Rescale the inputs or compute in float64")
-    scores = np.broadcast_to(scores, wshape)                    # (..., T, S)
-    live = None if query_valid is None else np.broadcast_to(query_valid, wshape[:-1])
-    weights = masked_softmax(scores, allowed, live)             # (..., T, S)
-    out = weights @ v                                           # (..., T, d_v)
-    return (out, weights) if return_weights else out
+            f"the scores q k^T * scale overflowed {scores.dtype} (finite "
+            f"inputs, infinite products; largest |q| = {np.abs(q).max():.3g}, "
+            f"|k| = {np.abs(k).max():.3g}). Rescale or compute in float64")
 
 
 def kv_head_for(h: int, n_heads: int, n_kv_heads: int) -> int:
