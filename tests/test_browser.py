@@ -183,3 +183,28 @@ def test_light_dark_toggle(site):
         assert {"light", "dark"} <= seen, f"themes seen while toggling: {seen}"
     finally:
         context.close()
+
+
+def test_explorer_controls_work_without_a_kernel(site):
+    """The mask explorer's frames are switched by jslinked controls in the static page."""
+    base, browser = site
+    rel = "chapters/03_masks.html"
+    if rel not in PAGES:
+        pytest.skip("chapter 3 is not in the build")
+    context, page, watch = open_page(browser, base, rel)
+    try:
+        explorer = page.locator(".cell_output .widget-container").first
+        explorer.scroll_into_view_if_needed()
+        visible_text = "el => el.innerText"
+        before = explorer.evaluate(visible_text)
+        assert "row sum" in before and "1.00" in before, "the explorer's initial state is not rendered"
+        explorer.locator("button", has_text="after softmax").click()
+        page.wait_for_timeout(500)
+        after = explorer.evaluate(visible_text)
+        assert after != before, "clicking 'mask after softmax' changed nothing on the page"
+        explorer.locator("select").first.select_option(index=0)          # pattern: none
+        page.wait_for_timeout(500)
+        assert explorer.evaluate(visible_text) not in (before, after), "choosing another pattern changed nothing"
+        assert watch.console_errors == [] and watch.blocked == []
+    finally:
+        context.close()
