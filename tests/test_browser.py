@@ -131,7 +131,7 @@ def test_equation_references_resolve(site):
         context, page, _ = open_page(browser, base, rel)
         try:
             refs = page.evaluate("""() => [...document.querySelectorAll('a.reference[href*="#equation-"]')].map(a => ({
-                text: a.innerText, target: a.getAttribute('href')}))""")
+                text: a.textContent, target: a.getAttribute('href')}))""")
             for ref in refs:
                 assert any(ch.isdigit() for ch in ref["text"]), f"{rel}: equation reference without a number: {ref}"
                 checked += 1
