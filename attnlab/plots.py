@@ -21,18 +21,23 @@ def book_style() -> None:
     })
 
 
-def heatmap(ax, matrix, row_labels=None, col_labels=None, title=None, annotate=True, fmt="{:.2f}",
-            cmap="viridis", vmin=None, vmax=None, xlabel="key j", ylabel="query i"):
-    """Draw a matrix (e.g. attention weights, rows = queries) with optional numbers in the cells."""
-    m = np.asarray(matrix, dtype=float)
-    im = ax.imshow(m, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
-    rows, cols = m.shape
+def _label_axes(ax, rows, cols, row_labels, col_labels, xlabel, ylabel, title):
+    """Ticks on every row and column (with labels if given), axis labels, title."""
     ax.set_xticks(range(cols), col_labels if col_labels is not None else range(cols))
     ax.set_yticks(range(rows), row_labels if row_labels is not None else range(rows))
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if title:
         ax.set_title(title)
+
+
+def heatmap(ax, matrix, row_labels=None, col_labels=None, title=None, annotate=True, fmt="{:.2f}",
+            cmap="viridis", vmin=None, vmax=None, xlabel="key j", ylabel="query i"):
+    """Draw a matrix (e.g. attention weights, rows = queries) with optional numbers in the cells."""
+    m = np.asarray(matrix, dtype=float)
+    im = ax.imshow(m, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
+    rows, cols = m.shape
+    _label_axes(ax, rows, cols, row_labels, col_labels, xlabel, ylabel, title)
     if annotate and rows * cols <= 100:
         lo, hi = np.nanmin(m), np.nanmax(m)
         mid = (lo + hi) / 2
@@ -54,12 +59,7 @@ def mask_grid(ax, allowed, title=None, row_labels=None, col_labels=None, xlabel=
     ax.set_yticks(np.arange(rows + 1) - 0.5, minor=True)
     ax.grid(which="minor", color="white", linewidth=1.5)
     ax.tick_params(which="minor", length=0)
-    ax.set_xticks(range(cols), col_labels if col_labels is not None else range(cols))
-    ax.set_yticks(range(rows), row_labels if row_labels is not None else range(rows))
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    if title:
-        ax.set_title(title)
+    _label_axes(ax, rows, cols, row_labels, col_labels, xlabel, ylabel, title)
 
 
 def _hull(points: np.ndarray) -> np.ndarray:
