@@ -1,0 +1,237 @@
+"""Turn chapters' exercises into otter-grader assignments (``make assignments CHAPTERS="01 03"``).
+
+For each chosen chapter NN this reads ``exercises/exNN_*.md`` and ``solutions/solNN_*.md`` (MyST
+notebooks), writes an otter-grader master notebook and runs ``otter assign`` on it:
+
+    assignments/exNN_<name>/master/exNN_<name>.ipynb          the master (solutions + tests)
+    assignments/exNN_<name>/student/exNN_<name>.ipynb         hand this out: stubs, no solutions
+    assignments/exNN_<name>/autograder/exNN_<name>.ipynb      the solved notebook
+    assignments/exNN_<name>/autograder/exNN_<name>-autograder_*.zip   grade with `otter run -a`
+
+The MyST sources are the single source of truth; nothing is maintained twice. The conversion
+relies on three conventions of the exercise and solution pages:
+
+* each exercise is a sphinx-exercise block (``exercise-start``/``exercise-end``, or ``exercise``);
+  its solution is the ``solution-start`` block (or ``solution``) that names the exercise's label;
+* in an exercise, a code line that starts with ``check_`` is a check; the other code of the block
+  (the stub, or ``answer = ...``) is what the student edits;
+* in a solution, the code before the first line that mentions ``check_`` in a cell is the
+  solution; the check and its assert that follow are dropped, and so are ``glue(...)`` lines,
+  which only feed numbers to the book's prose.
+
+An exercise with at least one check becomes an autograded otter question (one point per check);
+the others stay as written questions, graded by hand.
+
+    python tools/make_assignments.py [NN ...]        (no argument: every chapter)
+"""
+from __future__ import annotations
+
+import argparse
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+
+import jupytext
+import nbformat
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from make_notebooks import jupyter_markdown  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+OTTER = pathlib.Path(sys.executable).with_name("otter")
+
+_START = re.compile(r":::\{(exercise|solution)-start\}[ \t]*(.*)\n((?::[\w-]+:.*\n)*):::[ \t]*(?:\n|$)")
+_END = re.compile(r":::\{(exercise|solution)-end\}[ \t]*\n:::[ \t]*(?:\n|$)")
+_PLAIN = re.compile(r":::\{(exercise|solution)\}[ \t]*(.*)\n((?::[\w-]+:.*\n)*)((?:.|\n)*?)^:::[ \t]*(?:\n|$)",
+                    re.M)
+
+
+def _label(options: str) -> str:
+    match = re.search(r":label:\s*(\S+)", options)
+    return match.group(1) if match else ""
+
+
+def _events(path: pathlib.Path):
+    """Flatten a MyST notebook into markdown, code and exercise/solution marker events."""
+    nb = jupytext.read(path, fmt="md:myst")
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            yield ("code", cell.source)
+            continue
+        text = cell.source
+        while text:
+            found = [(m.start(), kind, m) for kind, rx in (("start", _START), ("end", _END), ("plain", _PLAIN))
+                     if (m := rx.search(text))]
+            if not found:
+                yield ("md", text)
+                break
+            pos, kind, m = min(found, key=lambda f: f[0])
+            if text[:pos].strip():
+                yield ("md", text[:pos])
+            if kind == "start":
+                yield ("start", m.group(1), m.group(2).strip(), _label(m.group(3)))
+            elif kind == "end":
+                yield ("end", m.group(1))
+            else:
+                yield ("plain", m.group(1), m.group(2).strip(), _label(m.group(3)), m.group(4))
+            text = text[m.end():]
+
+
+def parse(path: pathlib.Path):
+    """(intro parts, {label: block}) where a block is {"title"/"target", "parts": [(kind, text), ...]}."""
+    intro, blocks, order, current = [], {}, [], None
+    for event in _events(path):
+        if event[0] == "start":
+            _, kind, arg, label = event
+            key = label if kind == "exercise" else arg
+            current = {"arg": arg, "label": label, "parts": []}
+            blocks[key] = current
+            order.append(key)
+        elif event[0] == "end":
+            current = None
+        elif event[0] == "plain":
+            _, kind, arg, label, body = event
+            key = label if kind == "exercise" else arg
+            blocks[key] = {"arg": arg, "label": label, "parts": [("md", body)]}
+            order.append(key)
+        else:
+            (current["parts"] if current is not None else intro).append(event)
+    return intro, {key: blocks[key] for key in order}
+
+
+def split_checks(source: str):
+    """(student code, check expressions) of one exercise code cell."""
+    lines = source.splitlines()
+    checks = [line.strip() for line in lines if line.strip().startswith("check_")]
+    rest = [line for line in lines if not line.strip().startswith("check_")]
+    return "\n".join(rest).strip(), checks
+
+
+def solution_code(source: str) -> str:
+    """The solution part of a solution code cell: everything before the first line naming check_."""
+    lines = source.splitlines()
+    for i, line in enumerate(lines):
+        if "check_" in line:
+            lines = lines[:i]
+            break
+    lines = [line for line in lines if not line.lstrip().startswith("glue(")]   # book-only output
+    return "\n".join(lines).strip()
+
+
+def _raw(text: str):
+    return nbformat.v4.new_raw_cell(text)
+
+
+def master_notebook(exercise_page: pathlib.Path, solution_page: pathlib.Path) -> nbformat.NotebookNode:
+    name = exercise_page.stem
+    intro, exercises = parse(exercise_page)
+    _, solutions = parse(solution_page)
+    cells = [_raw("# ASSIGNMENT CONFIG\n"
+                  f"name: {name}\n"
+                  "init_cell: true\n"
+                  "check_all_cell: true\n"
+                  "export_cell: false\n"
+                  "run_tests: true\n"
+                  "solutions_pdf: false\n"
+                  "template_pdf: false\n"
+                  "generate:\n"
+                  "  pdf: false\n"
+                  "  show_stdout: true\n"
+                  "tests:\n"
+                  "  files: false\n"
+                  "  ok_format: true\n")]
+    for kind, text in intro:
+        if kind == "md":
+            cells.append(nbformat.v4.new_markdown_cell(jupyter_markdown(text).rstrip()))
+        else:
+            cells.append(nbformat.v4.new_code_cell(text))
+    for label, block in exercises.items():
+        title = block["arg"] or label
+        statement, prompts, checks = [f"### Exercise: {title}"], [], []
+        for kind, text in block["parts"]:
+            if kind == "md":
+                statement.append(jupyter_markdown(text).rstrip())
+            else:
+                code, found = split_checks(text)
+                if code:
+                    prompts.append(code)
+                checks += found
+        statement_md = "\n\n".join(s for s in statement if s.strip())
+        if not checks:
+            cells.append(nbformat.v4.new_markdown_cell(statement_md + "\n\n*Written question, graded by hand.*"))
+            cells.append(nbformat.v4.new_markdown_cell("*Your answer:*"))
+            for prompt in prompts:
+                cells.append(nbformat.v4.new_code_cell(prompt))
+            continue
+        solution = solutions.get(label)
+        if solution is None:
+            raise SystemExit(f"{solution_page}: no solution block for exercise {label!r}")
+        code = [solution_code(text) for kind, text in solution["parts"] if kind == "code"]
+        code = [c for c in code if c]
+        if not code:
+            raise SystemExit(f"{solution_page}: the solution of {label!r} has no code before its check")
+        cells.append(_raw(f"# BEGIN QUESTION\nname: {label}\npoints: {len(checks)}"))
+        cells.append(nbformat.v4.new_markdown_cell(statement_md))
+        cells.append(_raw("# BEGIN PROMPT"))
+        cells += [nbformat.v4.new_code_cell(p) for p in prompts]
+        cells.append(_raw("# END PROMPT"))
+        cells.append(_raw("# BEGIN SOLUTION"))
+        cells += [nbformat.v4.new_code_cell(f"# BEGIN SOLUTION NO PROMPT\n{c}\n# END SOLUTION") for c in code]
+        cells.append(_raw("# END SOLUTION"))
+        cells.append(_raw("# BEGIN TESTS"))
+        cells += [nbformat.v4.new_code_cell(f"assert {check}.passed, {check}") for check in checks]
+        cells.append(_raw("# END TESTS"))
+        cells.append(_raw("# END QUESTION"))
+    nb = nbformat.v4.new_notebook(cells=cells)
+    nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
+    return nb
+
+
+def pages_for(chapter: str):
+    exercise = sorted((ROOT / "exercises").glob(f"ex{chapter}_*.md"))
+    solution = sorted((ROOT / "solutions").glob(f"sol{chapter}_*.md"))
+    if len(exercise) != 1 or len(solution) != 1:
+        raise SystemExit(f"chapter {chapter!r}: expected one exercises/ex{chapter}_*.md and one "
+                         f"solutions/sol{chapter}_*.md, found {len(exercise)} and {len(solution)}")
+    return exercise[0], solution[0]
+
+
+def make_assignment(chapter: str, out: pathlib.Path, run_tests: bool = True) -> pathlib.Path:
+    exercise, solution = pages_for(chapter)
+    target = out / exercise.stem
+    if target.exists():
+        shutil.rmtree(target)
+    (target / "master").mkdir(parents=True)
+    master = target / "master" / f"{exercise.stem}.ipynb"
+    nbformat.write(master_notebook(exercise, solution), master)
+    command = [str(OTTER), "assign", str(master), str(target)] + ([] if run_tests else ["--no-run-tests"])
+    done = subprocess.run(command, cwd=target / "master", capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"otter assign failed for {exercise.name}:\n{done.stdout}\n{done.stderr}")
+    _drop_empty_cells(target / "student" / f"{exercise.stem}.ipynb")
+    print(f"{exercise.stem}: student notebook {target / 'student'}, autograder {target / 'autograder'}")
+    return target
+
+
+def _drop_empty_cells(path: pathlib.Path) -> None:
+    """otter leaves an empty answer cell where each solution cell was; drop those."""
+    nb = nbformat.read(path, as_version=4)
+    nb.cells = [c for c in nb.cells if c.cell_type != "code" or c.source.strip()]
+    nbformat.write(nb, path)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("chapters", nargs="*", help="two-digit chapter numbers (default: all)")
+    parser.add_argument("--out", default=str(ROOT / "assignments"))
+    parser.add_argument("--no-run-tests", action="store_true", help="skip otter's check of the solutions")
+    args = parser.parse_args(argv)
+    chapters = args.chapters or sorted(p.stem[2:4] for p in (ROOT / "exercises").glob("ex[0-9][0-9]_*.md"))
+    out = pathlib.Path(args.out)
+    return [make_assignment(c.zfill(2), out, not args.no_run_tests) for c in chapters]
+
+
+if __name__ == "__main__":
+    main()
