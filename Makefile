@@ -11,7 +11,8 @@ JBFLAGS := -W -n --keep-going
 .PHONY: help book book-clean student-book test test-fast test-browser lab notebooks assignments clean lock gpu-check bench page
 
 help:
-	@echo "make book          build the HTML book into $(BUILD)/html (executes every page)"
+	@echo "make book          build the HTML book into $(BUILD)/html (executes every page, cached)"
+	@echo "make book-clean    the same after emptying the execution cache"
 	@echo "make test          run the whole test suite"
 	@echo "make test-browser  drive the built book in headless Chromium"
 	@echo "make lab           open JupyterLab; the chapters' .md files open as notebooks"
@@ -34,15 +35,19 @@ venv: $(STAMP)
 assets: $(STAMP)
 	$(PY) tools/vendor_assets.py
 
+# Sphinx always starts clean (an incremental -W build can pass without re-reading pages);
+# executed notebooks come from the cache in $(BUILD)/.jupyter_cache, so this stays quick.
 book: $(STAMP) assets
+	rm -rf $(BUILD)/html $(BUILD)/.doctrees $(BUILD)/jupyter_execute
 	$(JB) build . $(JBFLAGS)
 	@echo "The book: file://$(CURDIR)/$(BUILD)/html/index.html"
 
-book-clean:
-	rm -rf $(BUILD)/html $(BUILD)/jupyter_execute $(BUILD)/.doctrees $(BUILD)/.jupyter_cache
+book-clean:  # also re-executes every page (the cache does not notice changes to attnlab)
+	rm -rf $(BUILD)/.jupyter_cache
 	$(MAKE) book
 
 student-book: $(STAMP) assets
+	rm -rf $(BUILD)/student-src/_build/html $(BUILD)/student-src/_build/.doctrees
 	$(JB) build . $(JBFLAGS) --toc _toc_student.yml --path-output $(BUILD)/student-src
 	rm -rf $(BUILD)/student && mkdir -p $(BUILD)/student && cp -r $(BUILD)/student-src/_build/html $(BUILD)/student/html
 	@echo "The student edition: file://$(CURDIR)/$(BUILD)/student/html/index.html"
