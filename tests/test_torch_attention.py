@@ -18,12 +18,8 @@ TOL = {torch.float32: dict(atol=2e-5, rtol=1e-4), torch.float64: dict(atol=1e-12
 
 
 @pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny tensors gain nothing from threads, and on a busy 2-core machine threads wait for each other."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+def _one_thread(torch_one_thread):
+    """Every test in this module runs torch on one thread (see conftest)."""
 
 
 def qkv(batch, T, S, d_k=8, d_v=5, dtype=torch.float64, device="cpu", seed=0, grad=False):

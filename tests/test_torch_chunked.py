@@ -12,12 +12,8 @@ from attnlab.torch_ops.chunked import BLOCK_Q
 
 
 @pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny tensors gain nothing from threads, and on a busy 2-core machine threads wait for each other."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+def _one_thread(torch_one_thread):
+    """Every test in this module runs torch on one thread (see conftest)."""
 
 
 def qkv(batch_q, batch_kv, T, S, d=4, dtype=torch.float64, device="cpu", seed=0):

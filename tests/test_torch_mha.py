@@ -15,12 +15,8 @@ F64 = dict(atol=1e-10, rtol=1e-8)
 
 
 @pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny tensors gain nothing from threads, and on a busy 2-core machine threads wait for each other."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+def _one_thread(torch_one_thread):
+    """Every test in this module runs torch on one thread (see conftest)."""
 
 
 def torch_mha(E=16, H=4, device="cpu", dtype=torch.float64, **kw):
