@@ -203,7 +203,7 @@ def test_small_padded_maps_against_softmax():
     assert "[PAD]" not in heads.draw(s, real_only=True)
 
 
-def _bad(match, **kw):
+def assert_refused(match, **kw):
     maps = np.full((2, 2, 3, 4, 4), 0.25)
     args = dict(maps=maps, tokens=[list("abcd"), list("abcd")], lengths=[4, 2])
     args.update(kw)
@@ -233,7 +233,7 @@ def _bad(match, **kw):
     (dict(maps=np.full((2, 2, 3, 4, 4), 0.3)), "rows of real queries must sum to 1"),
 ])
 def test_bad_inputs_are_refused(kw, match):
-    _bad(match, **kw)
+    assert_refused(match, **kw)
 
 
 def test_non_probabilities_are_refused():
