@@ -55,7 +55,7 @@ student-book: $(STAMP) assets
 page: $(STAMP) assets
 	$(JB) build $(PAGE) --config _config.yml $(JBFLAGS) --path-output $(BUILD)/pages/$(basename $(notdir $(PAGE)))
 
-test: $(STAMP)
+test: $(STAMP) assets
 	$(VENV)/bin/pytest
 
 test-fast: $(STAMP)
