@@ -2,8 +2,8 @@
 
 The NumPy reference (``softmax``, ``attention``, ``multi_head_attention``) is the oracle;
 ``masks``, ``grad`` and ``exact`` build on it; ``torch_ops`` runs the same semantics in
-PyTorch on any device. ``torch_ops``, ``widgets``, ``checks`` and ``plots`` are imported on
-first use, so ``import attnlab`` stays fast for NumPy-only work.
+PyTorch on any device. ``torch_ops``, ``widgets``, ``checks``, ``plots``, ``memory`` and
+``pretrained`` are imported on first use, so ``import attnlab`` stays fast for NumPy work.
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ __all__ = [
     "masks", "multi_head_attention", "softmax",
 ]
 
-_LAZY = {"torch_ops", "widgets", "checks", "plots"}
+_LAZY = {"torch_ops", "widgets", "checks", "plots", "memory", "pretrained"}
 
 
 def __getattr__(name):
