@@ -5,7 +5,7 @@ Run after `make book` (`make test-browser`). Without a build these tests skip wi
 """
 from __future__ import annotations
 
-from pathlib import Path
+import contextlib
 
 import pytest
 
@@ -52,7 +52,9 @@ def site():
         browser.close()
 
 
+@contextlib.contextmanager
 def open_page(browser, base, rel, width=1280, height=900, color_scheme="light"):
+    """A loaded page (MathJax done, network idle) and its watcher; the context closes after."""
     context = browser.new_context(viewport={"width": width, "height": height}, color_scheme=color_scheme)
     page = context.new_page()
     watch = PageWatch(page, base)
@@ -62,14 +64,16 @@ def open_page(browser, base, rel, width=1280, height=900, color_scheme="light"):
                                  || (window.MathJax && MathJax.startup && MathJax.startup.promise)""", timeout=20000)
     page.evaluate("() => window.MathJax && MathJax.startup ? MathJax.startup.promise : null")
     page.wait_for_load_state("networkidle")
-    return context, page, watch
+    try:
+        yield page, watch
+    finally:
+        context.close()
 
 
 @pytest.mark.parametrize("rel", PAGES or ["(no build)"])
 def test_page_reads_correctly_offline(site, rel):
     base, browser = site
-    context, page, watch = open_page(browser, base, rel)
-    try:
+    with open_page(browser, base, rel) as (page, watch):
         report = page.evaluate("""() => {
           const main = document.querySelector('main') || document.body;
           const text = main.innerText;
@@ -105,19 +109,14 @@ def test_page_reads_correctly_offline(site, rel):
         assert report["unresolved"] == [], f"{rel}: unresolved cross-references: {report['unresolved']}"
         if report["cells"]:
             assert report["outputs"] > 0, f"{rel}: code cells but no outputs: the page was not executed"
-    finally:
-        context.close()
 
 
 @pytest.mark.parametrize("rel", PAGES or ["(no build)"])
 def test_page_fits_a_phone_screen(site, rel):
     base, browser = site
-    context, page, _ = open_page(browser, base, rel, width=390, height=844)
-    try:
+    with open_page(browser, base, rel, width=390, height=844) as (page, _):
         overflow = page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
         assert overflow <= 2, f"{rel}: the page scrolls sideways by {overflow}px on a 390px-wide screen"
-    finally:
-        context.close()
 
 
 def test_equation_references_resolve(site):
@@ -128,15 +127,12 @@ def test_equation_references_resolve(site):
     for rel in PAGES:
         if "#equation-" not in (HTML / rel).read_text(errors="ignore"):
             continue
-        context, page, _ = open_page(browser, base, rel)
-        try:
+        with open_page(browser, base, rel) as (page, _):
             refs = page.evaluate("""() => [...document.querySelectorAll('a.reference[href*="#equation-"]')].map(a => ({
                 text: a.textContent, target: a.getAttribute('href')}))""")
             for ref in refs:
                 assert any(ch.isdigit() for ch in ref["text"]), f"{rel}: equation reference without a number: {ref}"
                 checked += 1
-        finally:
-            context.close()
     if expected:
         assert checked > 0, f"{expected} use {{eq}} references but no numbered equation links were found"
 
@@ -146,8 +142,7 @@ def test_dropdowns_open_and_close(site):
     candidates = [p for p in PAGES if "sd-dropdown" in (HTML / p).read_text(errors="ignore")]
     if not candidates:
         pytest.skip("no page has a dropdown yet")
-    context, page, _ = open_page(browser, base, candidates[0])
-    try:
+    with open_page(browser, base, candidates[0]) as (page, _):
         details = page.locator("details.sd-dropdown").first
         summary = details.locator("summary")
         assert details.evaluate("d => d.open") is False
@@ -155,25 +150,19 @@ def test_dropdowns_open_and_close(site):
         assert details.evaluate("d => d.open") is True
         summary.click()
         assert details.evaluate("d => d.open") is False
-    finally:
-        context.close()
 
 
 def test_search_finds_softmax(site):
     base, browser = site
-    context, page, watch = open_page(browser, base, "search.html?q=softmax")
-    try:
+    with open_page(browser, base, "search.html?q=softmax") as (page, watch):
         page.wait_for_selector("ul.search li", timeout=20000)
         assert page.locator("ul.search li").count() >= 1
         assert watch.blocked == [] and watch.console_errors == []
-    finally:
-        context.close()
 
 
 def test_light_dark_toggle(site):
     base, browser = site
-    context, page, _ = open_page(browser, base, "index.html")
-    try:
+    with open_page(browser, base, "index.html") as (page, _):
         before = page.evaluate("() => document.documentElement.dataset.theme")
         seen = {before}
         button = page.locator(".theme-switch-button").first
@@ -181,8 +170,6 @@ def test_light_dark_toggle(site):
             button.click()
             seen.add(page.evaluate("() => document.documentElement.dataset.theme"))
         assert {"light", "dark"} <= seen, f"themes seen while toggling: {seen}"
-    finally:
-        context.close()
 
 
 def test_explorer_controls_work_without_a_kernel(site):
@@ -191,8 +178,7 @@ def test_explorer_controls_work_without_a_kernel(site):
     rel = "chapters/03_masks.html"
     if rel not in PAGES:
         pytest.skip("chapter 3 is not in the build")
-    context, page, watch = open_page(browser, base, rel)
-    try:
+    with open_page(browser, base, rel) as (page, watch):
         explorer = page.locator(".cell_output .widget-container").first
         explorer.scroll_into_view_if_needed()
         visible_text = "el => el.innerText"
@@ -206,5 +192,3 @@ def test_explorer_controls_work_without_a_kernel(site):
         page.wait_for_timeout(500)
         assert explorer.evaluate(visible_text) not in (before, after), "choosing another pattern changed nothing"
         assert watch.console_errors == [] and watch.blocked == []
-    finally:
-        context.close()
