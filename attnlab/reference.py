@@ -208,7 +208,8 @@ def multi_head_attention(
             )
     if x_q.ndim < 2 or x_kv.ndim < 2:
         raise AttentionInputError(
-            f"x_q and x_kv need at least 2 axes (..., positions, features); got {V.fmt(x_q.shape)} and {V.fmt(x_kv.shape)}"
+            f"x_q and x_kv need at least 2 axes (..., positions, features); "
+            f"got {V.fmt(x_q.shape)} and {V.fmt(x_kv.shape)}"
         )
     for name, x, w, wn in (
         ("x_q", x_q, w_q, "w_q"),

@@ -211,7 +211,9 @@ def main(argv=None) -> int:
     meta = _meta(a.device, a.threads)
     results = []
     for T in sizes:
-        timed = {r["impl"]: r for r in _child(["--time-case", str(T), "--repeats", str(a.repeats)], a.device, a.threads)}
+        timed = {
+            r["impl"]: r for r in _child(["--time-case", str(T), "--repeats", str(a.repeats)], a.device, a.threads)
+        }
         for impl in IMPLS:
             results.append({**timed[impl], **_child(["--memory-case", impl, str(T)], a.device, a.threads)})
     meta["load_average_end"] = [round(x, 2) for x in os.getloadavg()]

@@ -9,21 +9,36 @@ k = np.ones((5, 4))
 v = np.ones((5, 2))
 
 
-@pytest.mark.parametrize("args,kwargs,message", [
-    ((np.ones((3, 4)), np.ones((5, 3)), v), {}, r"q and k must share the last axis d_k: q has shape \(3, 4\), k has shape \(5, 3\)"),
-    ((q, k, np.ones((6, 2))), {}, r"k and v must have the same number of positions S.*\(5, 4\).*\(6, 2\)"),
-    ((np.ones(4), k, v), {}, r"q must have at least 2 axes.*\(4\)"),
-    ((np.ones((0, 4)), k, v), {}, r"q has an empty axis"),
-    ((np.ones((2, 3, 4)), np.ones((3, 5, 4)), np.ones((3, 5, 2))), {}, r"leading \(batch/head\) axes.*do not broadcast"),
-    ((q, k, v), {"allowed": np.ones((3, 5))}, r"allowed must be a boolean array"),
-    ((q, k, v), {"allowed": np.ones((3, 4), dtype=bool)}, r"allowed of shape \(3, 4\) does not broadcast to \(3, 5\)"),
-    ((q, k, v), {"query_valid": np.ones(4, dtype=bool)}, r"query_valid of shape \(4\) does not broadcast to \(3\)"),
-    ((q, k, v), {"scale": -1.0}, r"scale must be a finite positive number"),
-    ((q, k, v), {"scale": float("nan")}, r"scale must be a finite positive number"),
-    ((np.full((3, 4), np.nan), k, v), {}, r"q contains a non-finite value .* at index \(0, 0\)"),
-    ((q, np.full((5, 4), np.inf), v), {}, r"k contains a non-finite value"),
-    ((np.array([["a"] * 4] * 3), k, v), {}, r"q must hold real numbers"),
-])
+@pytest.mark.parametrize(
+    "args,kwargs,message",
+    [
+        (
+            (np.ones((3, 4)), np.ones((5, 3)), v),
+            {},
+            r"q and k must share the last axis d_k: q has shape \(3, 4\), k has shape \(5, 3\)",
+        ),
+        ((q, k, np.ones((6, 2))), {}, r"k and v must have the same number of positions S.*\(5, 4\).*\(6, 2\)"),
+        ((np.ones(4), k, v), {}, r"q must have at least 2 axes.*\(4\)"),
+        ((np.ones((0, 4)), k, v), {}, r"q has an empty axis"),
+        (
+            (np.ones((2, 3, 4)), np.ones((3, 5, 4)), np.ones((3, 5, 2))),
+            {},
+            r"leading \(batch/head\) axes.*do not broadcast",
+        ),
+        ((q, k, v), {"allowed": np.ones((3, 5))}, r"allowed must be a boolean array"),
+        (
+            (q, k, v),
+            {"allowed": np.ones((3, 4), dtype=bool)},
+            r"allowed of shape \(3, 4\) does not broadcast to \(3, 5\)",
+        ),
+        ((q, k, v), {"query_valid": np.ones(4, dtype=bool)}, r"query_valid of shape \(4\) does not broadcast to \(3\)"),
+        ((q, k, v), {"scale": -1.0}, r"scale must be a finite positive number"),
+        ((q, k, v), {"scale": float("nan")}, r"scale must be a finite positive number"),
+        ((np.full((3, 4), np.nan), k, v), {}, r"q contains a non-finite value .* at index \(0, 0\)"),
+        ((q, np.full((5, 4), np.inf), v), {}, r"k contains a non-finite value"),
+        ((np.array([["a"] * 4] * 3), k, v), {}, r"q must hold real numbers"),
+    ],
+)
 def test_attention_bad_input(args, kwargs, message):
     with pytest.raises(ValueError, match=message):
         al.attention(*args, **kwargs)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 
 import pytest
-
 from browser_support import CHROMIUM_ARGS, ROOT, PageWatch, chromium_path, require_book, serve
 
 pytestmark = pytest.mark.browser
@@ -84,12 +83,14 @@ def test_page_reads_correctly_offline(site, rel):
           return {
             mathSources: main.querySelectorAll('.math, div.math, span.math').length,
             typeset: main.querySelectorAll('mjx-container').length,
-            mathErrors: [...main.querySelectorAll('mjx-merror')].map(e => e.getAttribute('data-mjx-error') || e.textContent),
+            mathErrors: [...main.querySelectorAll('mjx-merror')].map(e =>
+                e.getAttribute('data-mjx-error') || e.textContent),
             rawDollars: (text.match(/\\$\\$/g) || []).length,
             rawBrackets: (text.match(/\\\\\\[|\\\\begin\\{/g) || []).length,
             brokenImages: bad,
             missingAnchors: anchors,
-            unresolved: [...main.querySelectorAll('span.xref.std')].filter(e => !e.closest('a')).map(e => e.textContent),
+            unresolved: [...main.querySelectorAll('span.xref.std')].filter(e => !e.closest('a'))
+                .map(e => e.textContent),
             cells: main.querySelectorAll('.cell').length,
             outputs: main.querySelectorAll('.cell_output').length,
           };

@@ -336,7 +336,8 @@ def test_source_000_exercise_53_ablation_numbers():
     o, a = al.attention(X, X, V, return_weights=True)
     np.testing.assert_allclose(a[0], [0.401112, 0.197776, 0.401112], atol=5e-7)
     np.testing.assert_allclose(o[0], [0.802224, 1.197776], atol=5e-7)
-    V0 = V.copy(); V0[2] = 0
+    V0 = V.copy()
+    V0[2] = 0
     np.testing.assert_allclose(al.attention(X, X, V0)[0], [0.401112, 0.395552], atol=5e-7)
     np.testing.assert_allclose(o[0] - al.attention(X, X, V0)[0], a[0, 2] * V[2], atol=1e-14)
 

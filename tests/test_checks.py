@@ -1260,6 +1260,7 @@ def test_answer_tolerates_rounding_to_four_digits_only():
 
 def test_answer_accepts_fractions_and_sympy_numbers():
     import fractions
+
     import sympy
     assert C.check_answer("backprop.probe_J", fractions.Fraction(15, 2)).passed
     assert C.check_answer("backprop.probe_J", sympy.Rational(15, 2)).passed
@@ -1278,6 +1279,7 @@ def test_answer_integers_must_be_exact():
 
 def test_answers_are_not_stored_in_plain_text():
     import inspect
+
     from attnlab.checks import answers
     source = inspect.getsource(answers)
     for value in ("3145728", "1048576", "0.1563", "0.4011", "134217728"):

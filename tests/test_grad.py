@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 import sympy as sp
 import torch
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import attnlab as al
 

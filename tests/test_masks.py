@@ -2,7 +2,8 @@
 import numpy as np
 import pytest
 import torch
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from torch.nn.attention.bias import causal_lower_right
 
 import attnlab as al

@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import attnlab as al
 from attnlab.torch_ops import MultiHeadAttention
@@ -179,8 +180,17 @@ def test_attnlab_mha_matches_nn_multiheadattention(masks, bias):
 
     if not bias:   # the NumPy reference has no biases
         w_q, w_k, w_v = (w.detach().T.numpy() for w in ref.in_proj_weight.chunk(3))
-        y_np, w_np = al.multi_head_attention(x.numpy(), x.numpy(), w_q, w_k, w_v, ref.out_proj.weight.detach().T.numpy(),
-                                             n_heads=H, allowed=allowed, return_weights=True)
+        y_np, w_np = al.multi_head_attention(
+            x.numpy(),
+            x.numpy(),
+            w_q,
+            w_k,
+            w_v,
+            ref.out_proj.weight.detach().T.numpy(),
+            n_heads=H,
+            allowed=allowed,
+            return_weights=True,
+        )
         np.testing.assert_allclose(y_np, y_ref.detach().numpy(), atol=1e-12)
         np.testing.assert_allclose(w_np, w_ref.detach().numpy(), atol=1e-12)
     _, w_avg = ref(x, x, x, need_weights=True, **kw)                   # default: averaged over heads

@@ -2,7 +2,8 @@
 import numpy as np
 import torch
 import torch.nn.functional as F
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import attnlab as al
 

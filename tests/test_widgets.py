@@ -7,7 +7,6 @@ import itertools
 import numpy as np
 import pytest
 import torch
-import torch.nn.functional as F
 
 import attnlab as al
 from attnlab.widgets import state as st
@@ -185,7 +184,9 @@ def inside(point, hull):
     return all(cross(hull[(i + 1) % n] - hull[i], point - hull[i]) >= -1e-9 for i in range(n))
 
 
-@pytest.mark.parametrize("angle,tau,masked", list(itertools.product((0, 73, 200), (0.05, 1.0, 30.0), ((), (0,), (1, 3)))))
+@pytest.mark.parametrize(
+    "angle,tau,masked", list(itertools.product((0, 73, 200), (0.05, 1.0, 30.0), ((), (0,), (1, 3))))
+)
 def test_convex_state_against_torch(angle, tau, masked):
     s = st.convex_state(angle, 1.5, tau, masked)
     v = st.CONVEX_VALUES

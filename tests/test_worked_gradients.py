@@ -4,7 +4,8 @@ import pytest
 import sympy as sp
 import torch
 import torch.nn.functional as F
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import attnlab as al
 

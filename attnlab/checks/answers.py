@@ -106,15 +106,44 @@ ANSWERS: dict[str, Answer] = {}
 
 # Generated with answers.fingerprint from values computed in the solution pages (tests/test_checks.py
 # recomputes every answer independently and checks it is accepted).
-ANSWERS['qkv.shapes'] = Answer(
-    'the shapes [rows, columns] of Q K^T, A and A V for Q (5 x 8), K (7 x 8), V (7 x 3)',
-    (3, 2), 0, True, ('cf466ddd31a6fb24', '5e43ec978223dcbe', '301fd83e09289d2b', '159bce2bf4683f77', 'c1e1be667ce6c910', '8c83d949f1f1e8fc'),
+ANSWERS["qkv.shapes"] = Answer(
+    "the shapes [rows, columns] of Q K^T, A and A V for Q (5 x 8), K (7 x 8), V (7 x 3)",
+    (3, 2),
+    0,
+    True,
     (
-        (('09fbf522dcfbcbc5', 'a004be0678fcda4c', 'a4850ab7cf5289f8', '4d63558b96fd0d15', '09399bfbe269c02d', '8c83d949f1f1e8fc'),
-         'Rows belong to queries and columns to keys: the scores Q K^T are T x S.'),
-        (('cf466ddd31a6fb24', '5e43ec978223dcbe', '301fd83e09289d2b', '159bce2bf4683f77', 'c1e1be667ce6c910', '5e8531604002bf24'),
-         'The output has one column per value feature, d_v, not d_k.'),
-    ))
+        "cf466ddd31a6fb24",
+        "5e43ec978223dcbe",
+        "301fd83e09289d2b",
+        "159bce2bf4683f77",
+        "c1e1be667ce6c910",
+        "8c83d949f1f1e8fc",
+    ),
+    (
+        (
+            (
+                "09fbf522dcfbcbc5",
+                "a004be0678fcda4c",
+                "a4850ab7cf5289f8",
+                "4d63558b96fd0d15",
+                "09399bfbe269c02d",
+                "8c83d949f1f1e8fc",
+            ),
+            "Rows belong to queries and columns to keys: the scores Q K^T are T x S.",
+        ),
+        (
+            (
+                "cf466ddd31a6fb24",
+                "5e43ec978223dcbe",
+                "301fd83e09289d2b",
+                "159bce2bf4683f77",
+                "c1e1be667ce6c910",
+                "5e8531604002bf24",
+            ),
+            "The output has one column per value feature, d_v, not d_k.",
+        ),
+    ),
+)
 ANSWERS['qkv.transpose_trap'] = Answer(
     'the matrix Q K^T for Q = [[1, 2], [0, 1]], K = [[1, 0], [2, 1]]',
     (2, 2), 0, True, ('be85f5a6e19c124e', 'c7c856ae59f5a282', '323b117ffb588f48', 'eac0ad39833083bb'),
@@ -180,15 +209,23 @@ ANSWERS['worked.padding_example'] = Answer(
         (('097b34eb0902d916', '0aeff499dada3f7b', 'fbf4ccb883163772', '9580afbd4b1ea442'),
          'That is the mask applied after the softmax: the row no longer sums to 1.'),
     ))
-ANSWERS['worked.weights_5_3'] = Answer(
-    'the weights of the first query of the three-token example without the mask',
-    (3,), -4, False, ('7366db0099914151', '056ca0b24f2a2261', 'fb59db83c3312d27'),
+ANSWERS["worked.weights_5_3"] = Answer(
+    "the weights of the first query of the three-token example without the mask",
+    (3,),
+    -4,
+    False,
+    ("7366db0099914151", "056ca0b24f2a2261", "fb59db83c3312d27"),
     (
-        (('8aca4a8baa337d26', '59d2e49f79feaaf7', 'eb2b8c2f33aed6fd'),
-         'Those weights are unscaled: divide the scores by sqrt(2) first.'),
-        (('3f5a323820ec98a9', '952482c1935645d6', 'a85661b8bd87ac7c'),
-         'Those are the causal weights; this exercise removes the mask.'),
-    ))
+        (
+            ("8aca4a8baa337d26", "59d2e49f79feaaf7", "eb2b8c2f33aed6fd"),
+            "Those weights are unscaled: divide the scores by sqrt(2) first.",
+        ),
+        (
+            ("3f5a323820ec98a9", "952482c1935645d6", "a85661b8bd87ac7c"),
+            "Those are the causal weights; this exercise removes the mask.",
+        ),
+    ),
+)
 ANSWERS['worked.output_5_3'] = Answer(
     'the first output row of the three-token example without the mask',
     (2,), -3, False, ('ac0fdda15a21e83f', '1e4b39915e9c6234'),
@@ -214,7 +251,7 @@ ANSWERS['worked.four_token_output0'] = Answer(
     ))
 ANSWERS['worked.cross_attention'] = Answer(
     'the output O (3 x 2) of the cross-attention example with scores (0, 0), (log 3, 0), (0, log 3)',
-    (3, 2), -3, False, ('c51475929d43f499', '06c274ea6609860c', 'b7b696a5d0568620', '4a53ca0ab2a75b67', '4e2f41f83589696d', 'ecc5f7b4341353c7'),
+    (3, 2), -3, False, ('c51475929d43f499', '06c274ea6609860c', 'b7b696a5d0568620', '4a53ca0ab2a75b67', '4e2f41f83589696d', 'ecc5f7b4341353c7'),  # noqa: E501
     ())
 ANSWERS['backprop.dk1_5_5'] = Answer(
     'the gradient of L = o_{2,1} with respect to the first key',

@@ -9,7 +9,7 @@ from ..errors import EmptyVisibilityError
 from . import mistakes as M
 from . import result as R
 from .diagnose import Mistake, close, compare, run_model
-from .runner import Stop, call, checker, fmt, matmul_hint, to_array
+from .runner import Stop, call, checker, matmul_hint, to_array
 
 SCORES_MISTAKES = [
     Mistake("no_transpose", "Q K instead of Q K^T. Each score is the dot product of a query row with a key "

@@ -8,7 +8,7 @@ from .. import reference as ref
 from . import mistakes as M
 from . import result as R
 from .diagnose import Mistake, close, compare, describe_difference, which_mistake
-from .runner import Stop, call, checker, fmt, matmul_hint, to_array
+from .runner import Stop, call, checker, matmul_hint, to_array
 
 SOFTMAX_BACKWARD_MISTAKES = [
     Mistake("no_row_mean", "missing the row-mean term: the gradient is a * (g - sum(a * g)), not a * g. "
@@ -61,12 +61,20 @@ _NO_ROW_MEAN = ("missing the row-mean term of the softmax backward: dS = A * (dA
                 "A * dA. (dV can still be right: it does not pass through the softmax.)")
 DQ_MISTAKES = [
     Mistake("no_row_mean", "dq: " + _NO_ROW_MEAN, M.backward_without_row_mean),
-    Mistake("unweighted_mean", "dq: the row mean in dS must be weighted by A: rowsum(A * dA).",
-            M.backward_unweighted_row_mean),
+    Mistake(
+        "unweighted_mean",
+        "dq: the row mean in dS must be weighted by A: rowsum(A * dA).",
+        M.backward_unweighted_row_mean,
+    ),
     Mistake("softmax_as_identity", "dq: the softmax Jacobian is missing (dS = dA).", M.backward_softmax_as_identity),
-    Mistake("dq_transposed_ds", "dq: use dS K, not dS^T K (dq has one row per query).", M.backward_dq_with_transposed_ds),
-    Mistake("no_scale", "dq: missing the 1/sqrt(d_k) in dQ and dK: the scores are scaled, so dQ = dS K / sqrt(d_k).",
-            M.backward_without_scale),
+    Mistake(
+        "dq_transposed_ds", "dq: use dS K, not dS^T K (dq has one row per query).", M.backward_dq_with_transposed_ds
+    ),
+    Mistake(
+        "no_scale",
+        "dq: missing the 1/sqrt(d_k) in dQ and dK: the scores are scaled, so dQ = dS K / sqrt(d_k).",
+        M.backward_without_scale,
+    ),
     Mistake("no_scale", "dq: missing the 1/sqrt(d_k): dQ = dS K / sqrt(d_k).", M.backward_without_scale_in_dq),
 ]
 DK_MISTAKES = [

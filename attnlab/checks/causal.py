@@ -7,9 +7,8 @@ from .. import masks
 from .. import reference as ref
 from . import mistakes as M
 from . import result as R
-from .attention import ATTENTION_MISTAKES
 from .diagnose import FLOAT32, Mistake, close, compare, describe_difference
-from .runner import Stop, call, checker, fmt, matmul_hint, to_array
+from .runner import Stop, call, checker, matmul_hint, to_array
 
 CAUSAL_MISTAKES = [
     Mistake("top_left", "top-left causal alignment with an offset: your mask lets query 0 read only key 0 "
@@ -116,7 +115,6 @@ def check_causal_attention(fn):
     exactly the same.
     """
     task = "causal attention"
-    torch = _torch()
     cases = _cases()
     for case, q, k, v, offset in cases:
         T, S = q.shape[-2], k.shape[-2]

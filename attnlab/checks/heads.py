@@ -10,7 +10,7 @@ from .. import reference as ref
 from . import mistakes as M
 from . import result as R
 from .diagnose import FLOAT32, Mistake, compare
-from .runner import Stop, call, checker, fmt, matmul_hint, to_array
+from .runner import Stop, call, checker, matmul_hint, to_array
 
 SPLIT_MISTAKES = [
     Mistake("reshape_without_transpose", "you reshaped (B, T, H*d) straight to (B, H, T, d). The memory "
@@ -180,5 +180,5 @@ def check_mha_from_torch(fn):
         params = [p.detach().double().numpy() for p in (mha.in_proj_weight, mha.in_proj_bias,
                                                         mha.out_proj.weight, mha.out_proj.bias)]
         compare(task, case, got, expected, MHA_MISTAKES, args=(x.double().numpy(), *params, H), tol=FLOAT32)
-    return R.passed(task, f"Both cases match `nn.MultiheadAttention` to float32 rounding: projections with "
-                          f"their biases, head split and merge, scaling and the output projection.")
+    return R.passed(task, "Both cases match `nn.MultiheadAttention` to float32 rounding: projections with "
+                          "their biases, head split and merge, scaling and the output projection.")

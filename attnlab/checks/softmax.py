@@ -6,7 +6,7 @@ import numpy as np
 from .. import reference as ref
 from . import mistakes as M
 from . import result as R
-from .diagnose import Mistake, compare, close
+from .diagnose import Mistake, close, compare
 from .runner import Stop, call, checker, matmul_hint, to_array
 
 SOFTMAX_MISTAKES = [

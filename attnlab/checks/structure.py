@@ -127,5 +127,5 @@ def check_permute_mask(fn):
                                     mistake.name))
         where = tuple(int(i) for i in np.argwhere(got != expected)[0])
         raise Stop(R.failed(task, f"On {case}, entry {where} should be {bool(expected[where])}."))
-    return R.passed(task, f"Both cases give P M P^T, and attention on the reordered tokens with your mask "
-                          f"equals the reordered attention output.")
+    return R.passed(task, "Both cases give P M P^T, and attention on the reordered tokens with your mask "
+                          "equals the reordered attention output.")

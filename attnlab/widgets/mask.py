@@ -40,7 +40,9 @@ def draw(s: st.MaskState) -> str:
     svg.group(stroke="white", stroke_width="1.5")                          # the grid, as plots.mask_grid
     for i in range(T):
         for j in range(S):
-            svg.rect(lx + j * cell, top + i * cell, cell, cell, fill=ALLOWED_COLOR if s.allowed[i, j] else FORBIDDEN_COLOR)
+            svg.rect(
+                lx + j * cell, top + i * cell, cell, cell, fill=ALLOWED_COLOR if s.allowed[i, j] else FORBIDDEN_COLOR
+            )
     svg.end()
     for i in range(T):
         for j in range(S):
@@ -167,16 +169,32 @@ def mask_explorer(offline: bool = False, pattern: str = "causal", T: int = 6):
 # Offline frames: a few instructive values per pattern, T <= 8.
 OFFLINE_GRID = [  # (pattern, parameter label, [(option label, mask_state kwargs)])
     ("none", "T", [(str(t), {"T": t}) for t in (1, 3, 6)]),
-    ("padding", "sequence (lengths 6, 4, 1, 0)", [(f"b={b}: L={L}", {"T": 6, "seq": b}) for b, L in enumerate((6, 4, 1, 0))]),
+    (
+        "padding",
+        "sequence (lengths 6, 4, 1, 0)",
+        [(f"b={b}: L={L}", {"T": 6, "seq": b}) for b, L in enumerate((6, 4, 1, 0))],
+    ),
     ("causal", "T", [(str(t), {"T": t}) for t in (1, 2, 4, 6)]),
-    ("causal+padding", "left-padded sequence (lengths 6, 4, 1, 0)",
-     [(f"b={b}: L={L}", {"T": 6, "seq": b, "side": "left"}) for b, L in enumerate((6, 4, 1, 0))]
-     + [("b=2, pads counted as valid", {"T": 6, "seq": 2, "side": "left", "pad_queries_valid": True})]),
-    ("documents", "doc ids", [(" ".join(map(str, d)), {"doc_ids": d}) for d in
-                              ((0, 0, 0, 1, 1, 1), (0, 0, 1, 1, 1, 2), (0, 1, 2, 3, 4, 5), (0, 0, 0, 1, -1, -1))]),
+    (
+        "causal+padding",
+        "left-padded sequence (lengths 6, 4, 1, 0)",
+        [(f"b={b}: L={L}", {"T": 6, "seq": b, "side": "left"}) for b, L in enumerate((6, 4, 1, 0))]
+        + [("b=2, pads counted as valid", {"T": 6, "seq": 2, "side": "left", "pad_queries_valid": True})],
+    ),
+    (
+        "documents",
+        "doc ids",
+        [
+            (" ".join(map(str, d)), {"doc_ids": d})
+            for d in ((0, 0, 0, 1, 1, 1), (0, 0, 1, 1, 1, 2), (0, 1, 2, 3, 4, 5), (0, 0, 0, 1, -1, -1))
+        ],
+    ),
     ("sliding window", "window", [(str(w), {"T": 6, "window": w}) for w in (1, 2, 3, 6)]),
-    ("cached decoding", "offset (T=2 new queries, S=6 keys; S−T = 4 is right)",
-     [(str(o), {"T": 2, "S": 6, "offset": o}) for o in (-1, 0, 1, 2, 3, 4)]),
+    (
+        "cached decoding",
+        "offset (T=2 new queries, S=6 keys; S−T = 4 is right)",
+        [(str(o), {"T": 2, "S": 6, "offset": o}) for o in (-1, 0, 1, 2, 3, 4)],
+    ),
 ]
 
 
