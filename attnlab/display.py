@@ -23,7 +23,9 @@ def latex_with_decimals(name: str, value, digits: int = 6) -> str:
     exact = sp.latex(value)
     if not _needs_decimals(value):
         return f"{name} = {exact}"
-    decimals = sp.latex(value.evalf(digits))
+    to_decimal = lambda e: e if e.is_Integer else e.evalf(digits)   # exact integers stay as they are
+    rounded = value.applyfunc(to_decimal) if isinstance(value, sp.MatrixBase) else to_decimal(value)
+    decimals = sp.latex(rounded)
     return rf"\begin{{aligned}} {name} &= {exact} \\ &\approx {decimals} \end{{aligned}}"
 
 
