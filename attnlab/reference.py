@@ -107,14 +107,14 @@ def prepare_masks(allowed, query_valid, batch, T, S):
 
 
 def scaled_dot_product(q, k, v, scale, allowed=None, query_valid=None):
-    """The maths of attention, eq. (3): scores, softmax over the keys, weighted sum of values.
+    """softmax(q k^T * scale) v: scores, softmax over keys, sum of values.
 
-    No checks: :func:`attention` validates the inputs and then calls this. Returns
-    (out, weights) with out (..., T, d_v) and weights (..., T, S).
+    No checks: `attention` validates the inputs, then calls this.
+    Returns out (..., T, d_v) and weights (..., T, S).
     """
-    scores = (q @ np.swapaxes(k, -1, -2)) * scale             # (..., T, S)
-    weights = masked_softmax(scores, allowed, query_valid)    # (..., T, S)
-    return weights @ v, weights                               # (..., T, d_v)
+    scores = (q @ np.swapaxes(k, -1, -2)) * scale    # (..., T, S)
+    weights = masked_softmax(scores, allowed, query_valid)
+    return weights @ v, weights                      # (..., T, d_v)
 
 
 def attention(q, k, v, allowed=None, query_valid=None, scale=None,
@@ -126,7 +126,7 @@ def attention(q, k, v, allowed=None, query_valid=None, scale=None,
     query_valid: bool, broadcastable to (..., T); False rows (padding
     queries) get zero output and zero weights. A valid query with no
     allowed key raises EmptyVisibilityError. The inputs are checked here;
-    the arithmetic is :func:`scaled_dot_product`.
+    the arithmetic is `scaled_dot_product`.
     """
     q, k, v = _as_float("q", q), _as_float("k", k), _as_float("v", v)
     batch, T, S, d_k, _ = V.qkv_shapes(q.shape, k.shape, v.shape)
@@ -270,10 +270,11 @@ def merge_heads(x):
 
 
 def multi_head(x_q, x_kv, w_q, w_k, w_v, w_o, n_heads, n_kv_heads, allowed=None, query_valid=None):
-    """The maths of multi-head attention: project, split into heads, attend per head, merge, project.
+    """Multi-head attention: project, split heads, attend, merge, project.
 
-    No checks: :func:`multi_head_attention` validates the inputs and then calls this. Query head
-    h reads KV head h // (n_heads // n_kv_heads). Returns (y, weights).
+    No checks: `multi_head_attention` validates the inputs, then calls
+    this. Query head h reads KV head h // (n_heads // n_kv_heads).
+    Returns y (..., T, d_out) and weights (..., H, T, S).
     """
     q = split_heads(x_q @ w_q, n_heads)                # (..., H, T, d_k)
     k = split_heads(x_kv @ w_k, n_kv_heads)            # (..., H_kv, S, d_k)
