@@ -247,7 +247,12 @@ class Check:
             self.fail(f"On {case}, {name} is {kind_of(out)}; expected an array of numbers.", "wrong_type")
         original = out
         if is_tensor(out):
-            out = tensor_to_numpy(out)
+            try:
+                out = tensor_to_numpy(out)
+            except Exception as err:   # e.g. a tensor on the "meta" device has no values
+                self.fail(f"On {case}, {name} is a tensor on the device {out.device} whose values cannot be read "
+                          f"({type(err).__name__}: {one_line(err)}); return a tensor on the CPU or the GPU.",
+                          "wrong_type")
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
