@@ -204,3 +204,17 @@ def test_check_answer_never_raises_on_odd_values(value):
     result = C.check_answer("scaling.std_unscaled_64", value)
     assert isinstance(result, C.CheckResult) and not result.passed
     assert result.mistake != "checker_bug" and "Traceback" not in result.message
+
+
+def test_two_mistakes_with_the_same_numbers_are_both_named():
+    """The mechanism behind the FLOP-count hints: one output, two explanations, both shown."""
+    from attnlab.checks.engine import Check, Mistake, Stop
+    half = [Mistake("one_flop_per_madd", "a multiply-add counted as 1 FLOP.", lambda n: n // 2),
+            Mistake("one_product", "only one of the two products counted.", lambda n: n // 2),
+            Mistake("bits", "bits, not bytes.", lambda n: n * 8)]
+    with pytest.raises(Stop) as stop:
+        Check("FLOPs", 1.0).compare("n = 10", 5, 10, half, args=(10,), tol=None)
+    result = stop.value.result
+    assert result.mistake == "one_flop_per_madd"
+    assert "2 classic mistakes that give the same numbers" in result.message
+    assert "1 FLOP" in result.message and "one of the two products" in result.message and "bits" not in result.message
