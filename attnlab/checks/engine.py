@@ -204,6 +204,8 @@ class Check:
             raise
         except expect as err:
             return err
+        except SystemExit:
+            self.fail(f"On {case}, your function called `exit()` (SystemExit); return a value instead.")
         except RecursionError:
             self.fail(f"On {case}, your function called itself without end (RecursionError): check the case "
                       f"that stops the recursion.")

@@ -218,3 +218,15 @@ def test_two_mistakes_with_the_same_numbers_are_both_named():
     assert result.mistake == "one_flop_per_madd"
     assert "2 classic mistakes that give the same numbers" in result.message
     assert "1 FLOP" in result.message and "one of the two products" in result.message and "bits" not in result.message
+
+
+def test_a_function_that_exits_or_recurses_forever_gets_a_message():
+    import sys
+
+    def exits(x):
+        sys.exit(1)
+
+    def recurses(x):
+        return recurses(x)
+    assert "exit()" in C.check_softmax(exits).message
+    assert "called itself without end" in C.check_softmax(recurses).message
