@@ -45,7 +45,9 @@ COMMON_MISTAKES = [
     Mistake("wrong_type", "the function returned a value of the wrong type (e.g. a tensor where a NumPy array "
                           "is asked, or a string)."),
     Mistake("wrong_shape", "the function returned an array of the wrong shape."),
+    Mistake("not_float64", "the function returned float32 (or another lower precision) where float64 is asked."),
     Mistake("not_a_function", "the checker was given a value instead of a function."),
+    Mistake("checker_bug", "the checker itself failed (a bug of the checker, reported with folded details)."),
 ]
 
 

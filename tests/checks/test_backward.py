@@ -219,3 +219,9 @@ def test_attention_backward_returning_tensors_is_refused():
         out.backward(torch.from_numpy(g))
         return tq.grad, tk.grad, tv.grad
     assert_diagnosis(C.check_attention_backward(tensors), "wrong_type", "NumPy array")
+
+
+def test_attention_backward_in_float32():
+    def float32(q, k, v, g):
+        return tuple(x.astype(np.float32) for x in al.grad.attention_backward(q, k, v, g))
+    assert_diagnosis(C.check_attention_backward(float32), "not_float64", "float32")

@@ -271,3 +271,19 @@ def test_gqa_returning_bfloat16_is_compared_and_rejected_only_by_values():
 
 def test_gqa_with_sdpa_and_enable_gqa_passes():
     assert C.check_gqa_attention(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, enable_gqa=True)).passed
+
+
+def test_split_heads_with_unflatten_in_the_wrong_order():
+    def unflattened(x, n_heads):
+        return x.unflatten(-1, (x.shape[-1] // n_heads, n_heads)).permute(0, 3, 1, 2)
+    assert_diagnosis(C.check_split_heads(unflattened), "interleaved", "interleaved")
+
+
+def test_merge_heads_flattening_too_much():
+    assert_diagnosis(C.check_merge_heads(lambda x: x.permute(0, 2, 1, 3).flatten(1)), "wrong_shape",
+                     "expected (2, 3, 20)")
+
+
+def test_merge_heads_with_reshape_minus_one():
+    assert_diagnosis(C.check_merge_heads(lambda x: x.reshape(x.shape[0], x.shape[2], -1)),
+                     "reshape_without_transpose", "mixes positions and heads")
