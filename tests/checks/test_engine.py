@@ -230,3 +230,21 @@ def test_a_function_that_exits_or_recurses_forever_gets_a_message():
         return recurses(x)
     assert "exit()" in C.check_softmax(exits).message
     assert "called itself without end" in C.check_softmax(recurses).message
+
+
+@pytest.mark.slow
+def test_the_time_limit_works_inside_a_jupyter_kernel(tmp_path):
+    """A cell that checks `while True: pass` comes back, with the failed result as its output."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    cells = ["import attnlab.checks as C\n"
+             "def softmax(x):\n    while True:\n        pass\n"
+             "result = C.check_softmax(softmax, timeout=1)\nprint(result.mistake)\nresult"]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    start = time.perf_counter()
+    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+                            ).execute()
+    assert time.perf_counter() - start < 90
+    outputs = nb.cells[0].outputs
+    assert outputs[0]["text"].strip() == "time_limit"
+    assert "ran longer than 1 s" in outputs[1]["data"]["text/plain"]
