@@ -248,3 +248,9 @@ def test_the_time_limit_works_inside_a_jupyter_kernel(tmp_path):
     outputs = nb.cells[0].outputs
     assert outputs[0]["text"].strip() == "time_limit"
     assert "ran longer than 1 s" in outputs[1]["data"]["text/plain"]
+
+
+def test_a_checker_called_with_arguments_it_does_not_take_says_so():
+    result = C.check_softmax(al.softmax, masks_too=False)
+    assert_diagnosis(result, "bad_arguments", "arguments it does not take")
+    assert C.check_attention(al.attention, masks_too=False).passed
