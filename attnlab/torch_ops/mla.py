@@ -52,9 +52,9 @@ class LatentCache:
 class MultiHeadLatentAttention(nn.Module):
     """MultiHeadLatentAttention(d_model, n_heads, d_latent, d_head=None, bias=False).
 
-    forward(x, allowed=None, absorbed=False, cache=None) -> (..., T, d_model). With a
+    forward(x, allowed=None, absorbed=False, cache=None, impl="auto") -> (..., T, d_model). With a
     LatentCache (``new_cache()``), x holds the newest positions: their latents are appended and
-    the queries read every cached position, causally by default.
+    the queries read every cached position, causally by default. ``impl`` as in torch_ops.attention.
     """
 
     def __init__(self, d_model: int, n_heads: int, d_latent: int, d_head: int | None = None, bias: bool = False):
@@ -102,7 +102,7 @@ class MultiHeadLatentAttention(nn.Module):
             bias = self.w_o.bias + torch.einsum("hd,hdm->m", self.w_uv.bias.view(H, d_h), w_o)
         return w_uk_t, w_uv @ w_o, bias                             # ..., (H, d_latent, d_model), (d_model,)
 
-    def forward(self, x, allowed=None, absorbed=False, cache=None):
+    def forward(self, x, allowed=None, absorbed=False, cache=None, impl="auto"):
         tensor_check("x", x)
         if x.dim() < 2 or x.shape[-1] != self.d_model:
             raise AttentionInputError(f"x must have shape (..., positions, {self.d_model}); got {V.fmt(x.shape)}")
@@ -114,14 +114,14 @@ class MultiHeadLatentAttention(nn.Module):
         if cache is not None:
             cache.append(c)
             c = cache.c                                             # (B, S, d_latent)
-            if allowed is None:                                     # the new queries are the newest positions
-                T, S = x.shape[-2], c.shape[-2]
+            T, S = x.shape[-2], c.shape[-2]
+            if allowed is None and T > 1:                           # the new queries are the newest positions
                 allowed = torch.ones(T, S, dtype=torch.bool, device=x.device).tril(S - T)   # (T, S)
         allowed = _with_head_axis(allowed, x.dim() - 2, core=2)    # broadcasts against (..., H, T, S)
         q = self._split(self.w_q(x))                                # (..., H, T, d_head)
         if not absorbed:
             k, v = self._split(self.w_uk(c)), self._split(self.w_uv(c))   # (..., H, S, d_head) each
-            out = attention(q, k, v, allowed=allowed)               # (..., H, T, d_head)
+            out = attention(q, k, v, allowed=allowed, impl=impl)    # (..., H, T, d_head)
             out = out.transpose(-3, -2).reshape(*x.shape[:-1], -1)  # (..., T, H * d_head)
             return self.w_o(out)                                    # (..., T, d_model)
         w_uk_t, w_ov, bias = self.absorbed_weights()
@@ -132,7 +132,7 @@ class MultiHeadLatentAttention(nn.Module):
         if allowed is not None:
             lead = torch.broadcast_shapes(allowed.shape[:-3], q.shape[:-3])
             allowed = allowed.expand(*lead, H, T, S).reshape(*lead, 1, H * T, S)   # (..., 1, H * T, S)
-        o_lat = attention(q_lat, c, c, allowed=allowed, scale=1 / math.sqrt(self.d_head))   # (..., 1, H * T, d_latent)
+        o_lat = attention(q_lat, c, c, allowed=allowed, scale=1 / math.sqrt(self.d_head), impl=impl)   # (..., 1, H*T, d_c)
         o_lat = o_lat.reshape(*q.shape[:-3], H, T, self.d_latent)  # (..., H, T, d_latent)
         out = torch.einsum("...htc,hcm->...tm", o_lat, w_ov)        # (..., T, d_model), summed over heads
         return out if bias is None else out + bias
