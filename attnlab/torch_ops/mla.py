@@ -132,7 +132,8 @@ class MultiHeadLatentAttention(nn.Module):
         if allowed is not None:
             lead = torch.broadcast_shapes(allowed.shape[:-3], q.shape[:-3])
             allowed = allowed.expand(*lead, H, T, S).reshape(*lead, 1, H * T, S)   # (..., 1, H * T, S)
-        o_lat = attention(q_lat, c, c, allowed=allowed, scale=1 / math.sqrt(self.d_head), impl=impl)   # (..., 1, H*T, d_c)
+        scale = 1 / math.sqrt(self.d_head)                          # the scores' own width, not d_latent
+        o_lat = attention(q_lat, c, c, allowed=allowed, scale=scale, impl=impl)   # (..., 1, H * T, d_latent)
         o_lat = o_lat.reshape(*q.shape[:-3], H, T, self.d_latent)  # (..., H, T, d_latent)
         out = torch.einsum("...htc,hcm->...tm", o_lat, w_ov)        # (..., T, d_model), summed over heads
         return out if bias is None else out + bias
