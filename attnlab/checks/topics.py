@@ -10,6 +10,7 @@ from . import (  # noqa: F401
     chunked,
     cost,
     heads,
+    kv_cache,
     masks,
     softmax,
     structure,
