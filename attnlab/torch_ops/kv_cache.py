@@ -70,6 +70,11 @@ class KVCache:
         return None if self._pos is None else self._pos.clone()
 
     @property
+    def pools(self) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """Paged layout: the key and value pools, (H_kv, blocks, block_size, d_k) and (..., d_v); None otherwise."""
+        return (self._k, self._v) if self.layout == "paged" and self._k is not None else None
+
+    @property
     def block_table(self) -> torch.Tensor | None:
         """Paged layout: (B, logical blocks) physical block ids into the pool; None otherwise."""
         return None if self._table is None else self._table.clone()
