@@ -11,12 +11,13 @@ from __future__ import annotations
 import importlib
 
 from . import exact, grad, masks
-from .errors import AttentionInputError, EmptyVisibilityError
+from .cache_size import kv_cache_bytes
+from .errors import AttentionInputError, EmptyVisibilityError, KVCacheError
 from .reference import attention, kv_head_for, multi_head_attention, softmax
 
 __all__ = [
-    "AttentionInputError", "EmptyVisibilityError", "attention", "exact", "grad", "kv_head_for",
-    "masks", "multi_head_attention", "softmax",
+    "AttentionInputError", "EmptyVisibilityError", "KVCacheError", "attention", "exact", "grad", "kv_cache_bytes",
+    "kv_head_for", "masks", "multi_head_attention", "softmax",
 ]
 
 _LAZY = {"torch_ops", "widgets", "checks", "plots", "memory", "pretrained", "display"}

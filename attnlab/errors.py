@@ -10,3 +10,8 @@ class EmptyVisibilityError(AttentionInputError):
 
     Padding queries (``query_valid`` False) are exempt: they get zero output instead.
     """
+
+
+class KVCacheError(AttentionInputError):
+    """A KV cache was used inconsistently: keys whose head count, width, batch, dtype or device
+    differ from what the cache holds, or more new queries than positions were just appended."""

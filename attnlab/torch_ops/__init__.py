@@ -4,9 +4,14 @@
 - :func:`chunked_attention` -- exact online-softmax (FlashAttention-style) attention
 - :class:`MultiHeadAttention` -- MHA / GQA / MQA as an nn.Module, ``from_torch`` for nn.MultiheadAttention
 - :func:`default_device` -- cuda, then mps, then cpu
+- :class:`KVCache` -- a decoding cache: contiguous, ring (sliding window + sinks) or paged
+- :class:`MultiHeadLatentAttention` -- MLA (DeepSeek-V2), explicit and absorbed, with :class:`LatentCache`
 """
 from .attention import attention, default_device
 from .chunked import chunked_attention
+from .kv_cache import KVCache
 from .mha import MultiHeadAttention
+from .mla import LatentCache, MultiHeadLatentAttention
 
-__all__ = ["MultiHeadAttention", "attention", "chunked_attention", "default_device"]
+__all__ = ["KVCache", "LatentCache", "MultiHeadAttention", "MultiHeadLatentAttention", "attention",
+           "chunked_attention", "default_device"]

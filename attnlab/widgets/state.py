@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import cache_size
 from .. import masks as M
 from ..errors import AttentionInputError, EmptyVisibilityError
 from ..grad import softmax_jacobian
@@ -346,13 +347,14 @@ class GQAState:
 
 
 def kv_cache_bytes(n_kv_heads: int, n_layers: int, T: int, d_k: int, dtype: str = "float16", batch: int = 1) -> int:
-    """Bytes of a KV cache: K and V, each (batch, H_kv, T, d_k), in every layer."""
+    """Bytes of a KV cache: K and V, each (batch, H_kv, T, d_k), in every layer (al.kv_cache_bytes).
+
+    The explorer's argument order and its dtype menu (DTYPE_BYTES); the formula is the package's.
+    """
     if dtype not in DTYPE_BYTES:
         raise AttentionInputError(f"dtype must be one of {tuple(DTYPE_BYTES)}; got {dtype!r}")
-    for name, x in (("n_kv_heads", n_kv_heads), ("n_layers", n_layers), ("T", T), ("d_k", d_k), ("batch", batch)):
-        if int(x) < 1:
-            raise AttentionInputError(f"{name} must be >= 1; got {x!r}")
-    return 2 * int(n_layers) * int(batch) * int(n_kv_heads) * int(T) * int(d_k) * DTYPE_BYTES[dtype]
+    return cache_size.kv_cache_bytes(int(n_kv_heads), int(T), int(d_k), n_layers=int(n_layers), batch=int(batch),
+                                     dtype=dtype)
 
 
 def gqa_state(n_heads: int = 8, n_kv_heads: int = 2, n_layers: int = 32, T: int = 4096, d_k: int = 128,

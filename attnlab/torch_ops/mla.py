@@ -1,0 +1,139 @@
+"""Multi-head latent attention (DeepSeek-V2): cache one latent vector per token, not H keys and values.
+
+explicit   c = x W_DKV (..., T, d_latent) is all that is cached; per head K_h = c W_UK_h,
+           V_h = c W_UV_h, Q_h = x W_Q_h; out = concat_h softmax(Q_h K_h^T / sqrt(d_head)) V_h  W_O
+absorbed   Q_h K_h^T = (Q_h W_UK_h^T) c^T: the query moves into the latent space and reads c itself;
+           A_h V_h W_O_h = (A_h c) (W_UV_h W_O_h): W_UV folds into the output projection.
+           Every head reads the same c, so this is multi-query attention with one key/value head
+           of width d_latent; the scale stays 1/sqrt(d_head), the width the scores were defined in.
+
+No RoPE part: real models add a small decoupled RoPE key, because a rotation that depends on
+the key's position sits between W_UK and c and cannot be folded into the query (chapter 10).
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from .. import _validate as V
+from ..cache_size import itemsize
+from ..errors import AttentionInputError, KVCacheError
+from ._checks import bool_tensor, positive_int, tensor_check
+from .attention import attention
+from .mha import _with_head_axis
+
+
+class LatentCache:
+    """The latents c of every position so far, (B, S, d_latent): one layer's whole MLA cache."""
+
+    def __init__(self, d_latent: int):
+        self.d_latent, self.c = positive_int("d_latent", d_latent), None
+
+    def __len__(self) -> int:
+        return 0 if self.c is None else self.c.shape[-2]
+
+    @property
+    def nbytes(self) -> int:
+        return 0 if self.c is None else self.c.nbytes
+
+    def append(self, c) -> None:
+        """c (B, t, d_latent), the latents of the t >= 1 newest positions."""
+        tensor_check("c", c)
+        if c.dim() != 3 or c.shape[-1] != self.d_latent:
+            raise KVCacheError(f"c must have shape (B, t, d_latent={self.d_latent}); got {V.fmt(c.shape)}")
+        if self.c is not None and (c.shape[0], c.dtype, c.device) != (self.c.shape[0], self.c.dtype, self.c.device):
+            raise KVCacheError(f"c of shape {V.fmt(c.shape)}, {c.dtype} on {c.device} does not match the cache's "
+                               f"{V.fmt(self.c.shape)}, {self.c.dtype} on {self.c.device}")
+        self.c = c if self.c is None else torch.cat([self.c, c], dim=-2)    # (B, S + t, d_latent)
+
+
+class MultiHeadLatentAttention(nn.Module):
+    """MultiHeadLatentAttention(d_model, n_heads, d_latent, d_head=None, bias=False).
+
+    forward(x, allowed=None, absorbed=False, cache=None, impl="auto") -> (..., T, d_model). With a
+    LatentCache (``new_cache()``), x holds the newest positions: their latents are appended and
+    the queries read every cached position, causally by default. ``impl`` as in torch_ops.attention.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, d_latent: int, d_head: int | None = None, bias: bool = False):
+        super().__init__()
+        d_model, H = positive_int("d_model", d_model), positive_int("n_heads", n_heads)
+        self.d_latent = positive_int("d_latent", d_latent)
+        if d_head is None and d_model % H:
+            raise AttentionInputError(f"d_model={d_model} is not divisible by n_heads={H}; give d_head explicitly")
+        self.d_model, self.n_heads = d_model, H
+        self.d_head = d_model // H if d_head is None else positive_int("d_head", d_head)
+        inner = H * self.d_head
+        self.w_q = nn.Linear(d_model, inner, bias=bias)
+        self.w_dkv = nn.Linear(d_model, self.d_latent, bias=bias)   # down-projection: the cached latent
+        self.w_uk = nn.Linear(self.d_latent, inner, bias=bias)      # up-projections, per head
+        self.w_uv = nn.Linear(self.d_latent, inner, bias=bias)
+        self.w_o = nn.Linear(inner, d_model, bias=bias)
+
+    def extra_repr(self) -> str:
+        return f"d_model={self.d_model}, n_heads={self.n_heads}, d_head={self.d_head}, d_latent={self.d_latent}"
+
+    def cache_bytes_per_token(self, dtype=None) -> int:
+        """Bytes one token adds to this layer's cache: d_latent numbers (dtype: the weights' by default)."""
+        return self.d_latent * itemsize(self.w_o.weight.dtype if dtype is None else dtype)
+
+    def new_cache(self) -> LatentCache:
+        return LatentCache(self.d_latent)
+
+    def _split(self, x):
+        x = x.view(*x.shape[:-1], self.n_heads, self.d_head)      # (..., T, H, d_head)
+        return x.transpose(-3, -2)                                  # (..., H, T, d_head)
+
+    def absorbed_weights(self):
+        """(W_q_to_latent (H, d_head, d_latent), W_OV (H, d_latent, d_model), constant output bias or None).
+
+        A query row q_h becomes q_h @ W_UK_h^T; an attended latent row o_h becomes o_h @ (W_UV_h W_O_h).
+        A key bias adds q_h . b to every score of a row, which the softmax ignores; a value bias
+        comes out unchanged (the weights sum to 1) and is folded into the output bias.
+        """
+        H, d_h, d_c = self.n_heads, self.d_head, self.d_latent
+        w_uk_t = self.w_uk.weight.view(H, d_h, d_c)                # W_UK_h^T per head: (H, d_head, d_latent)
+        w_uv = self.w_uv.weight.view(H, d_h, d_c).transpose(1, 2)  # W_UV_h: (H, d_latent, d_head)
+        w_o = self.w_o.weight.T.reshape(H, d_h, self.d_model)      # W_O_h: (H, d_head, d_model)
+        bias = None
+        if self.w_o.bias is not None:
+            bias = self.w_o.bias + torch.einsum("hd,hdm->m", self.w_uv.bias.view(H, d_h), w_o)
+        return w_uk_t, w_uv @ w_o, bias                             # ..., (H, d_latent, d_model), (d_model,)
+
+    def forward(self, x, allowed=None, absorbed=False, cache=None, impl="auto"):
+        tensor_check("x", x)
+        if x.dim() < 2 or x.shape[-1] != self.d_model:
+            raise AttentionInputError(f"x must have shape (..., positions, {self.d_model}); got {V.fmt(x.shape)}")
+        if x.dtype != self.w_o.weight.dtype or x.device != self.w_o.weight.device:
+            raise AttentionInputError(f"x is {x.dtype} on {x.device}; the module's weights are "
+                                      f"{self.w_o.weight.dtype} on {self.w_o.weight.device}")
+        c = self.w_dkv(x)                                           # (..., T, d_latent)
+        allowed = bool_tensor("allowed", allowed, x.device)
+        if cache is not None:
+            cache.append(c)
+            c = cache.c                                             # (B, S, d_latent)
+            T, S = x.shape[-2], c.shape[-2]
+            if allowed is None and T > 1:                           # the new queries are the newest positions
+                allowed = torch.ones(T, S, dtype=torch.bool, device=x.device).tril(S - T)   # (T, S)
+        allowed = _with_head_axis(allowed, x.dim() - 2, core=2)    # broadcasts against (..., H, T, S)
+        q = self._split(self.w_q(x))                                # (..., H, T, d_head)
+        if not absorbed:
+            k, v = self._split(self.w_uk(c)), self._split(self.w_uv(c))   # (..., H, S, d_head) each
+            out = attention(q, k, v, allowed=allowed, impl=impl)    # (..., H, T, d_head)
+            out = out.transpose(-3, -2).reshape(*x.shape[:-1], -1)  # (..., T, H * d_head)
+            return self.w_o(out)                                    # (..., T, d_model)
+        w_uk_t, w_ov, bias = self.absorbed_weights()
+        H, T, S = self.n_heads, x.shape[-2], c.shape[-2]
+        q_lat = q @ w_uk_t                                          # (..., H, T, d_latent)
+        q_lat = q_lat.reshape(*q.shape[:-3], 1, H * T, self.d_latent)   # (..., 1, H * T, d_latent): one KV head
+        c = c.unsqueeze(-3)                                         # (..., 1, S, d_latent): keys = values = c
+        if allowed is not None:
+            lead = torch.broadcast_shapes(allowed.shape[:-3], q.shape[:-3])
+            allowed = allowed.expand(*lead, H, T, S).reshape(*lead, 1, H * T, S)   # (..., 1, H * T, S)
+        scale = 1 / math.sqrt(self.d_head)                          # the scores' own width, not d_latent
+        o_lat = attention(q_lat, c, c, allowed=allowed, scale=scale, impl=impl)   # (..., 1, H * T, d_latent)
+        o_lat = o_lat.reshape(*q.shape[:-3], H, T, self.d_latent)  # (..., H, T, d_latent)
+        out = torch.einsum("...htc,hcm->...tm", o_lat, w_ov)        # (..., T, d_model), summed over heads
+        return out if bias is None else out + bias
