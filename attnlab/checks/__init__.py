@@ -15,12 +15,14 @@ from .chunked import check_chunked_attention
 from .cost import check_kv_cache_bytes
 from .heads import check_gqa_attention, check_kv_head_map, check_merge_heads, check_mha_from_torch, check_split_heads
 from .masks import check_causal_mask, check_document_mask, check_padding_mask
+from .pretrained import check_ablated_output, check_head_weights, check_special_share
 from .result import CheckResult
 from .softmax import check_dropout, check_softmax
 from .structure import check_equivariance_test, check_permute_mask
 
 __all__ = [
     "CheckResult",
+    "check_ablated_output",
     "check_answer",
     "check_attention",
     "check_attention_backward",
@@ -31,6 +33,7 @@ __all__ = [
     "check_dropout",
     "check_equivariance_test",
     "check_gqa_attention",
+    "check_head_weights",
     "check_kv_cache_bytes",
     "check_kv_head_map",
     "check_leak_test",
@@ -41,5 +44,6 @@ __all__ = [
     "check_scores",
     "check_softmax",
     "check_softmax_backward",
+    "check_special_share",
     "check_split_heads",
 ]

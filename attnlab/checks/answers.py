@@ -364,3 +364,19 @@ ANSWERS['structure.outputs_5_8'] = Answer(
         (('61873e2975de2b75', 'ae7cd39ba4ee7e92'),
          'With query 1 the scores are (0, 1), so the weights are not uniform.'),
     ))
+ANSWERS['pretrained.max_special_share'] = Answer(
+    'the largest share of a head\'s weight on [CLS] and [SEP] (mean over real queries) among the 72 heads of '
+    'all-MiniLM-L6-v2 on the four sentences of exercises 9',
+    (), -4, False, ('cdbb5f6ebba99685',),
+    (
+        (('3a4d4764c132df93',),
+         '[SEP] is the last real token, key lengths[b] - 1, not the last position (a [PAD] in padded sentences).'),
+        (('985f19fcd3e373c3',),
+         'Leave the padded query rows out of the mean: only real queries count.'),
+        (('78a0b2fad3130112',),
+         'Add the weight on [SEP] to the weight on [CLS].'),
+        (('415ceac015da58a3',),
+         'Each real query counts once: do not average the sentences first.'),
+        (('5ad1da09233869d6',),
+         'The share on the two markers is the sum of the two weights, not their mean.'),
+    ))

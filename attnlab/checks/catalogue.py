@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from . import attention, backward, causal, chunked, cost, heads, masks, softmax, structure
+from . import attention, backward, causal, chunked, cost, heads, masks, pretrained, softmax, structure
 from .diagnose import Mistake
 
 _MASK_DTYPE = [
@@ -47,6 +47,9 @@ CATALOGUE: dict[str, list[Mistake]] = {
     "check_kv_cache_bytes": cost.KV_MISTAKES,
     "check_equivariance_test": structure.EQUIVARIANCE_TEST_MISTAKES,
     "check_permute_mask": structure.PERMUTE_MASK_MISTAKES,
+    "check_head_weights": pretrained.HEAD_WEIGHT_MISTAKES + pretrained.PROPERTY_MISTAKES,
+    "check_special_share": pretrained.SHARE_MISTAKES + [pretrained.FLOAT32_MISTAKE],
+    "check_ablated_output": pretrained.ABLATION_MISTAKES + [pretrained.FLOAT32_MISTAKE],
     "check_answer": [Mistake("known_wrong_answer", "a known wrong number, with what it usually means "
                                                    "(e.g. the unscaled value, the MHA cache).", None)],
 }

@@ -16,7 +16,7 @@ import numpy as np
 from .. import masks
 from .. import reference as ref
 from . import result as R
-from .diagnose import FLOAT32, Mistake, close, describe_difference, which_mistake
+from .diagnose import FLOAT32, FLOAT64, Mistake, close, describe_difference, which_mistake
 from .runner import Stop, call, checker, matmul_hint, to_array
 
 # ------------------------------------------------------------------------------- synthetic layers
@@ -132,7 +132,7 @@ def _mask_after_softmax(x, p, h, valid):
 
 HEAD_WEIGHT_MISTAKES = [
     Mistake("no_scale", "missing scaling: divide each head's scores by sqrt(d_head), the head width "
-            "(384 / 12 = 64 in the model, so sqrt(d_head) = 8).", _no_scale),
+            "(d / H, 384 / 12 = 32 in the model).", _no_scale),
     Mistake("scale_by_d_model", "wrong scaling: you divided by sqrt(d), the model width; each head divides by "
             "sqrt(d_head), the width of its own queries and keys (d / H).", _scale_by_d_model),
     Mistake("scale_by_d_head", "wrong scaling: you divided by d_head; divide by its square root.", _scale_by_d_k),
@@ -193,24 +193,45 @@ def _compare(task, case, got, expected, dtype, mistakes, args, name, rows=None, 
     """Compare (the rows ``rows`` of real queries); name a mistake, a property, or the largest difference."""
     pick = (lambda out: np.asarray(out, dtype=float)[rows]) if rows is not None else None
     mine, theirs = (got[rows], expected[rows]) if rows is not None else (got, expected)
-    if close(mine, theirs):
-        return
-    if "float32" in dtype and close(mine, theirs, FLOAT32):
-        raise Stop(R.failed(task, f"On {case}, {name} agrees with the reference only to float32 precision: "
-                                  f"your result is {dtype}. The inputs are float64; compute in float64 (do not "
-                                  f"convert to float32 or go through a float32 tensor).", "float32"))
-    mistake = which_mistake(mine, theirs, mistakes, args, pick=pick)
+    low = "float32" in dtype or "float16" in dtype                    # numpy or torch, bfloat16 too
+    tol = FLOAT32 if low else FLOAT64
+    if close(mine, theirs, tol):
+        if not low:
+            return
+        raise Stop(R.failed(task, f"On {case}, your result is {dtype}: the inputs are float64 and the task asks "
+                                  f"for float64, so do not convert to float32 (or go through a float32 tensor) on "
+                                  f"the way. Apart from that, {name} agrees with the reference.", "float32"))
+    mistake = which_mistake(mine, theirs, mistakes, args, tol=tol, pick=pick)
     if mistake is not None:
         raise Stop(R.failed(task, f"On {case}, {name} matches a classic mistake: {mistake.explanation}",
                             mistake.name))
     for key, test, text in properties:
         if test(got):
             raise Stop(R.failed(task, f"On {case}, {text}", key))
-    raise Stop(R.failed(task, f"On {case}, {name} differs from the reference on the rows of real queries: "
-                              f"{describe_difference(mine, theirs)}."))
+    if rows is not None:                              # report full indices, padded rows set equal
+        keep = np.broadcast_to(rows.reshape(rows.shape + (1,) * (got.ndim - rows.ndim)), got.shape)
+        got = np.where(keep, got, expected)
+    where = "on the rows of real queries" if rows is not None else "from the reference"
+    raise Stop(R.failed(task, f"On {case}, {name} differs {where}: {describe_difference(got, expected)}."))
 
 
 # ------------------------------------------------------------------------------- check: head weights
+
+FLOAT32_MISTAKE = Mistake("float32", "the result is float32 (or lower) where the task asks for float64.", None)
+PROPERTY_MISTAKES = [   # diagnosed from a property of the weights when no mistake model matches
+    Mistake("pad_not_masked", "a real query gives weight to a padded key.", None),
+    Mistake("wrong_axis", "the weights sum to 1 over the queries instead of the keys.", None),
+    Mistake("not_finite", "the weights of a real query contain nan or inf.", None),
+    Mistake("rows_not_normalised", "the weights of a real query do not sum to 1 over the keys.", None),
+    FLOAT32_MISTAKE,
+]
+
+
+def _columns_sum_to_one(a, valid):
+    """True if the columns of real keys sum to 1, over all queries or over the real ones."""
+    over_all = a.sum(axis=-2)[valid]                                     # (keys,)
+    over_real = (a * valid[:, :, None]).sum(axis=-2)[valid]
+    return bool(np.allclose(over_all, 1.0, atol=1e-8) or np.allclose(over_real, 1.0, atol=1e-8))
 
 
 def _weight_properties(valid):
@@ -219,6 +240,12 @@ def _weight_properties(valid):
         ("pad_not_masked", lambda a: bool(np.any(np.abs(a[real]) > 1e-12)),
          "a real query gives weight to a padded key: mask the scores of [PAD] keys (-inf) before the "
          "softmax, so that their weights are exactly 0."),
+        ("wrong_axis", lambda a: _columns_sum_to_one(a, valid),
+         "your weights sum to 1 down each column, over the queries: each query distributes its weight over "
+         "the keys, so the softmax runs along the last axis."),
+        ("not_finite", lambda a: not np.all(np.isfinite(a[valid])),
+         "the weights of a real query contain nan or inf: subtract each row's maximum before `np.exp`, and "
+         "mask with -inf only along the keys (every row keeps its [CLS], so no row is entirely -inf)."),
         ("rows_not_normalised", lambda a: not np.allclose(a.sum(axis=-1)[valid], 1.0, atol=1e-8),
          "the weights of a real query do not sum to 1 over the keys: the softmax runs over the last axis, "
          "the keys, after masking."),
