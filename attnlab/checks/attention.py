@@ -1,4 +1,8 @@
-"""Checkers for raw scores q k^T and for single-head attention with an allowed mask (NumPy)."""
+"""Checkers for raw scores q k^T and for single-head attention with an allowed mask (NumPy).
+
+Both take NumPy arrays and must return a float64 NumPy array (a torch tensor or a float32
+result is refused with a message: the exercise texts say so).
+"""
 from __future__ import annotations
 
 import numpy as np
@@ -6,72 +10,39 @@ import numpy as np
 from .. import masks
 from .. import reference as ref
 from ..errors import EmptyVisibilityError
-from . import mistakes as M
-from . import result as R
-from .diagnose import Mistake, close, compare, run_model
-from .runner import Stop, call, checker, matmul_hint, to_array
+from .engine import Mistake, close, error_hint, models, run_model
+from .kernels import attend, softmax, swap
+from .registry import checker
 
-SCORES_MISTAKES = [
-    Mistake("no_transpose", "Q K instead of Q K^T. Each score is the dot product of a query row with a key "
-            "row, so the keys must be transposed: `q @ k^T`. When d_k equals the number of keys the shapes "
-            "agree and only the values are wrong (the transpose trap of chapter 1).", M.scores_without_transpose),
-    Mistake("scores_transposed", "you computed K Q^T, the transpose of the scores: row i must belong to "
-            "query i, so use `q @ k^T`.", M.scores_transposed),
-    Mistake("elementwise", "an elementwise product `q * k` is not a matrix of dot products; use `q @ k^T`.",
-            M.scores_elementwise),
-    Mistake("scaled", "these are scaled scores; this task asks for the raw dot products `q @ k^T` (the "
-            "1/sqrt(d_k) comes with the full attention).", M.scores_already_scaled),
-]
-
-ATTENTION_MISTAKES = [
-    Mistake("no_transpose", "Q K instead of Q K^T (the transpose trap). When d_k equals the number of keys "
-            "`q @ k` has the right shape and wrong values; transpose the keys: `q @ np.swapaxes(k, -1, -2)`.",
-            M.attention_without_transpose),
-    Mistake("scores_transposed", "the scores are K Q^T instead of Q K^T, so the softmax runs over queries. "
-            "Row i of the scores must belong to query i.", M.attention_scores_transposed),
-    Mistake("wrong_axis", "softmax over the wrong axis: your weights sum to 1 down each column (over "
-            "queries). Each query distributes its weight over the keys: normalise along the last axis.",
-            M.attention_softmax_over_queries),
-    Mistake("no_scale", "missing scaling: the scores must be divided by sqrt(d_k) before the softmax.",
-            M.attention_without_scale),
-    Mistake("scale_by_d_k", "wrong scaling: you divided by d_k; divide by sqrt(d_k).", M.attention_scale_by_d_k),
-    Mistake("scale_multiplied", "wrong scaling: you multiplied by sqrt(d_k); divide by it.",
-            M.attention_scale_multiplied),
-    Mistake("scale_by_d_v", "wrong scaling: you divided by sqrt(d_v), the value width; the scale uses d_k, "
-            "the width of queries and keys.", M.attention_scale_by_d_v),
-    Mistake("no_softmax", "the scores were used as weights without a softmax.", M.attention_without_softmax),
-    Mistake("no_max_subtraction", "no max subtraction (overflow): large scores make `np.exp` return inf and "
-            "the weights nan. Subtract each row's maximum (over the allowed keys) before `np.exp`.",
-            M.attention_without_max_subtraction),
-]
-
-MASK_MISTAKES = [
-    Mistake("mask_after_softmax", "mask applied after the softmax. Zeroing weights after normalising leaves "
-            "rows that sum to less than 1 (the forbidden keys already took their share). Put forbidden "
-            "scores to -inf before the softmax.", M.attention_mask_after_softmax),
-    Mistake("mask_ignored", "the mask is ignored: queries read keys they may not read.", M.attention_mask_ignored),
-    Mistake("mask_inverted", "mask polarity inverted: here True means this query MAY read this key (as in "
-            "SDPA). You blocked the allowed keys and kept the forbidden ones.", M.attention_mask_inverted),
-    Mistake("mask_added", "the boolean mask was added to the scores (True counts as 1), which shifts scores "
-            "but forbids nothing. Replace forbidden scores by -inf instead, e.g. "
-            "`np.where(allowed, scores, -np.inf)`.", M.attention_mask_added),
-]
-
-EMPTY_ROW_MISTAKES = [
-    Mistake("fill_minus_1e9", "-1e9 filling (uniform rows): with a large finite penalty a row with no "
-            "readable key gets uniform weights over the forbidden keys and reads everything it must not. "
-            "A valid query with no readable key is an error: check for it and raise ValueError.",
-            M.attention_fill_minus_1e9),
-    Mistake("nan_row", "a row with no readable key came out as nan: -inf everywhere gives "
-            "-inf - (-inf) = nan. A valid query with no readable key is an error: check "
-            "`allowed.any(axis=-1)` and raise ValueError.", M.attention_fill_minus_inf_unguarded),
-    Mistake("zero_row", "a valid query with no readable key silently got a zero output, which hides a broken "
-            "mask. Raise ValueError instead (padding queries, which may get zeros, are marked separately "
-            "in the package with `query_valid`).", M.attention_zero_rows),
-]
+SCORES_MISTAKES: list[Mistake] = []
+model = models(SCORES_MISTAKES)
 
 
-def _scores_shape_hint(got, T, S):
+@model("no_transpose", "Q K instead of Q K^T. Each score is the dot product of a query row with a key row, so "
+       "the keys must be transposed: `q @ k^T`. When d_k equals the number of keys the shapes agree and only the "
+       "values are wrong (the transpose trap of chapter 1).")
+def scores_without_transpose(q, k):
+    return q @ k
+
+
+@model("scores_transposed", "you computed K Q^T, the transpose of the scores: row i must belong to query i, so "
+       "use `q @ k^T`.")
+def scores_transposed(q, k):
+    return k @ swap(q)
+
+
+@model("elementwise", "an elementwise product `q * k` is not a matrix of dot products; use `q @ k^T`.")
+def scores_elementwise(q, k):
+    return q * k
+
+
+@model("scaled", "these are scaled scores; this task asks for the raw dot products `q @ k^T` (the 1/sqrt(d_k) "
+       "comes with the full attention).")
+def scores_already_scaled(q, k):
+    return q @ swap(k) / np.sqrt(q.shape[-1])
+
+
+def _scores_shape_hint(T, S):
     def hint(shape):
         if tuple(shape[-2:]) == (S, T):
             return "that is the transpose: scores need one row per query and one column per key, `q @ k^T`."
@@ -79,10 +50,9 @@ def _scores_shape_hint(got, T, S):
     return hint
 
 
-@checker("scores q k^T")
-def check_scores(fn):
+@checker("scores q k^T", SCORES_MISTAKES)
+def check_scores(run, fn):
     """Check ``fn(q, k)``: the raw dot-product scores ``q @ k^T`` with shape (..., T, S)."""
-    task = "scores q k^T"
     rng = np.random.default_rng(1)
     cases = [
         ("the asymmetric example Q = [[1, 2], [0, 1]], K = [[1, 0], [2, 1]]",
@@ -92,11 +62,123 @@ def check_scores(fn):
     ]
     for case, q, k in cases:
         T, S = q.shape[-2], k.shape[-2]
-        out = call(task, fn, case, q, k, error_hint=matmul_hint)
-        got = to_array(task, out, case, shape=q.shape[:-2] + (T, S), shape_hint=_scores_shape_hint(out, T, S))
-        compare(task, case, got, q @ np.swapaxes(k, -1, -2), SCORES_MISTAKES, args=(q, k))
-    return R.passed(task, f"All {len(cases)} cases match `q @ k^T`, including the asymmetric example where "
-                          f"Q K has the same shape and different values.")
+        out = run.call(fn, case, q, k, hint=error_hint)
+        got = run.array(out, case, shape=q.shape[:-2] + (T, S), shape_hint=_scores_shape_hint(T, S))
+        run.compare(case, got, q @ swap(k), SCORES_MISTAKES, args=(q, k))
+    return run.passed(f"All {len(cases)} cases match `q @ k^T`, including the asymmetric example where Q K has "
+                      f"the same shape and different values.")
+
+
+ATTENTION_MISTAKES: list[Mistake] = []
+model = models(ATTENTION_MISTAKES)
+
+
+@model("no_transpose", "Q K instead of Q K^T (the transpose trap). When d_k equals the number of keys `q @ k` has "
+       "the right shape and wrong values; transpose the keys: `q @ np.swapaxes(k, -1, -2)`.")
+def attention_without_transpose(q, k, v, allowed=None):
+    return attend(q, k, v, allowed, scores=q @ k)
+
+
+@model("scores_transposed", "the scores are K Q^T instead of Q K^T, so the softmax runs over queries. Row i of "
+       "the scores must belong to query i.")
+def attention_scores_transposed(q, k, v, allowed=None):
+    a = softmax(k @ swap(q) / np.sqrt(q.shape[-1]))      # (S, T), normalised over queries
+    return a @ v
+
+
+@model("wrong_axis", "softmax over the wrong axis: your weights sum to 1 down each column (over queries). Each "
+       "query distributes its weight over the keys: normalise along the last axis.")
+def attention_softmax_over_queries(q, k, v, allowed=None):
+    return attend(q, k, v, allowed, axis=-2)
+
+
+@model("no_scale", "missing scaling: the scores must be divided by sqrt(d_k) before the softmax.")
+def attention_without_scale(q, k, v, allowed=None):
+    return attend(q, k, v, allowed, scale=1.0)
+
+
+@model("scale_by_d_k", "wrong scaling: you divided by d_k; divide by sqrt(d_k).")
+def attention_scale_by_d_k(q, k, v, allowed=None):
+    return attend(q, k, v, allowed, scale=1 / q.shape[-1])
+
+
+@model("scale_multiplied", "wrong scaling: you multiplied by sqrt(d_k); divide by it.")
+def attention_scale_multiplied(q, k, v, allowed=None):
+    return attend(q, k, v, allowed, scale=np.sqrt(q.shape[-1]))
+
+
+@model("scale_by_d_v", "wrong scaling: you divided by sqrt(d_v), the value width; the scale uses d_k, the width "
+       "of queries and keys.")
+def attention_scale_by_d_v(q, k, v, allowed=None):
+    return attend(q, k, v, allowed, scale=1 / np.sqrt(v.shape[-1]))
+
+
+@model("no_softmax", "the scores were used as weights without a softmax.")
+def attention_without_softmax(q, k, v, allowed=None):
+    return attend(q, k, v, allowed, fill=0.0, normalise=False)
+
+
+@model("no_max_subtraction", "no max subtraction (overflow): large scores make `np.exp` return inf and the weights "
+       "nan. Subtract each row's maximum (over the allowed keys) before `np.exp`.")
+def attention_without_max_subtraction(q, k, v, allowed=None):
+    return attend(q, k, v, allowed, stable=False)
+
+
+MASK_MISTAKES: list[Mistake] = []
+model = models(MASK_MISTAKES)
+
+
+@model("mask_after_softmax", "mask applied after the softmax. Zeroing weights after normalising leaves rows that "
+       "sum to less than 1 (the forbidden keys already took their share). Put forbidden scores to -inf before the "
+       "softmax.")
+def attention_mask_after_softmax(q, k, v, allowed=None):
+    return attend(q, k, v, allowed, mask="after")
+
+
+@model("mask_ignored", "the mask is ignored: queries read keys they may not read.")
+def attention_mask_ignored(q, k, v, allowed=None):
+    return attend(q, k, v, allowed, mask="ignore")
+
+
+@model("mask_inverted", "mask polarity inverted: here True means this query MAY read this key (as in SDPA). You "
+       "blocked the allowed keys and kept the forbidden ones.")
+def attention_mask_inverted(q, k, v, allowed=None):
+    return attend(q, k, v, allowed, mask="invert")
+
+
+@model("mask_added", "the boolean mask was added to the scores (True counts as 1), which shifts scores but "
+       "forbids nothing. Replace forbidden scores by -inf instead, e.g. `np.where(allowed, scores, -np.inf)`.")
+def attention_mask_added(q, k, v, allowed=None):
+    return attend(q, k, v, allowed, mask="add")
+
+
+EMPTY_ROW_MISTAKES: list[Mistake] = []
+model = models(EMPTY_ROW_MISTAKES)
+
+
+@model("fill_minus_1e9", "-1e9 filling (uniform rows): with a large finite penalty a row with no readable key "
+       "gets uniform weights over the forbidden keys and reads everything it must not. A valid query with no "
+       "readable key is an error: check for it and raise ValueError.")
+def attention_fill_minus_1e9(q, k, v, allowed=None):
+    return attend(q, k, v, allowed, fill=-1e9)
+
+
+@model("nan_row", "a row with no readable key came out as nan: -inf everywhere gives -inf - (-inf) = nan. A valid "
+       "query with no readable key is an error: check `allowed.any(axis=-1)` and raise ValueError.")
+def attention_fill_minus_inf_unguarded(q, k, v, allowed=None):
+    return attend(q, k, v, allowed, fill=-np.inf)
+
+
+@model("zero_row", "a valid query with no readable key silently got a zero output, which hides a broken mask. "
+       "Raise ValueError instead (padding queries, which may get zeros, are marked separately in the package with "
+       "`query_valid`).")
+def attention_zero_rows(q, k, v, allowed=None):
+    out = attend(q, k, v, allowed, fill=-np.inf)
+    return np.nan_to_num(out, nan=0.0)
+
+
+NO_ERROR = Mistake("empty_row_accepted", "a valid query with no readable key returned an output; it must raise "
+                   "ValueError.")
 
 
 def _attention_cases(with_masks: bool):
@@ -135,36 +217,36 @@ def _attention_shape_hint(T, S):
     return hint
 
 
-@checker("attention")
-def check_attention(fn, *, masks_too: bool = True):
+@checker("attention", ATTENTION_MISTAKES + MASK_MISTAKES + EMPTY_ROW_MISTAKES + [NO_ERROR])
+def check_attention(run, fn, *, masks_too: bool = True):
     """Check ``fn(q, k, v, allowed=None)``: softmax(q k^T / sqrt(d_k)) v with a boolean mask.
 
-    ``allowed`` is True where a query may read a key (it broadcasts to (..., T, S)); a query that
-    may read no key must raise ValueError. With ``masks_too=False`` only the unmasked cases run
-    (``fn(q, k, v)``), for the first version of the function in chapter 1.
+    Inputs are float64 NumPy arrays and the output must be one too. ``allowed`` is True where a
+    query may read a key (it broadcasts to (..., T, S)); a query that may read no key must raise
+    ValueError. With ``masks_too=False`` only the unmasked cases run (``fn(q, k, v)``), for the
+    first version of the function in chapter 1.
     """
-    task = "attention"
     cases = _attention_cases(masks_too)
     for case, q, k, v, allowed in cases:
         T, S = q.shape[-2], k.shape[-2]
         args = (q, k, v) if allowed is None else (q, k, v, allowed)
-        out = call(task, fn, case, *args, error_hint=matmul_hint)
+        out = run.call(fn, case, *args, hint=error_hint)
         shape = np.broadcast_shapes(q.shape[:-2], k.shape[:-2]) + (T, v.shape[-1])
-        got = to_array(task, out, case, shape=shape, shape_hint=_attention_shape_hint(T, S))
+        got = run.array(out, case, shape=shape, shape_hint=_attention_shape_hint(T, S))
         mistakes = ATTENTION_MISTAKES + (MASK_MISTAKES if allowed is not None else [])
-        compare(task, case, got, ref.attention(q, k, v, allowed=allowed), mistakes, args=args,
-                fallback="print the weights for this case and compare them with `al.attention(q, k, v, "
-                         "allowed, return_weights=True)`.")
+        run.compare(case, got, ref.attention(q, k, v, allowed=allowed), mistakes, args=args,
+                    fallback="print the weights for this case and compare them with `al.attention(q, k, v, "
+                             "allowed, return_weights=True)`.")
     if not masks_too:
-        return R.passed(task, f"All {len(cases)} unmasked cases match `al.attention`: the transpose trap, "
-                              f"rectangular shapes, a batch with a head axis and large scores.")
-    _check_empty_row(task, fn)
-    return R.passed(task, f"All {len(cases) + 1} cases match `al.attention`: the transpose trap, rectangular "
-                          f"shapes, batches, large scores, general, padding and causal masks, and a query with "
-                          f"no readable key raises ValueError.")
+        return run.passed(f"All {len(cases)} unmasked cases match `al.attention`: the transpose trap, rectangular "
+                          f"shapes, a batch with a head axis and large scores.")
+    _check_empty_row(run, fn)
+    return run.passed(f"All {len(cases) + 1} cases match `al.attention`: the transpose trap, rectangular shapes, "
+                      f"batches, large scores, general, padding and causal masks, and a query with no readable "
+                      f"key raises ValueError.")
 
 
-def _check_empty_row(task, fn):
+def _check_empty_row(run, fn):
     rng = np.random.default_rng(9)
     q, k, v = rng.normal(size=(3, 2)), rng.normal(size=(4, 2)), rng.normal(size=(4, 3))
     allowed = np.array([[1, 1, 0, 0], [0, 0, 0, 0], [1, 1, 1, 1]], dtype=bool)
@@ -174,14 +256,14 @@ def _check_empty_row(task, fn):
         raise AssertionError("the reference must refuse an empty row")   # pragma: no cover
     except EmptyVisibilityError:
         pass
-    out = call(task, fn, case, q, k, v, allowed, expect=(ValueError,),
-               error_hint=lambda err: "raise ValueError (or a subclass) for a valid query with no readable key.")
+    out = run.call(fn, case, q, k, v, allowed, expect=(ValueError,),
+                   hint=lambda err: "raise ValueError (or a subclass) for a valid query with no readable key.")
     if isinstance(out, ValueError):
         return
-    got = to_array(task, out, case, shape=(3, 3))
+    got = run.array(out, case, shape=(3, 3), dtype="any")
     for mistake in EMPTY_ROW_MISTAKES:
-        model = run_model(mistake.model, q, k, v, allowed)
-        if model is not None and close(got, model):
-            raise Stop(R.failed(task, f"On {case}: {mistake.explanation}", mistake.name))
-    raise Stop(R.failed(task, f"On {case}, your function returned an output; a valid query with no readable "
-                              f"key must raise ValueError."))
+        model_out = run_model(mistake.model, q, k, v, allowed)
+        if model_out is not None and close(got, model_out):
+            run.fail(f"On {case}: {mistake.explanation}", mistake.name)
+    run.fail(f"On {case}, your function returned an output; a valid query with no readable key must raise "
+             f"ValueError.", NO_ERROR.name)

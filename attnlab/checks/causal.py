@@ -1,42 +1,140 @@
-"""Checkers for causal attention with a query offset (torch) and for a future-leak test."""
+"""Checkers for causal attention with a query offset (torch) and for a future-leak test (NumPy)."""
 from __future__ import annotations
 
 import numpy as np
 
 from .. import masks
 from .. import reference as ref
-from . import mistakes as M
-from . import result as R
-from .diagnose import FLOAT32, Mistake, close, compare, describe_difference
-from .runner import Stop, call, checker, matmul_hint, to_array
+from .engine import FLOAT32, Mistake, close, describe_difference, error_hint, models, run_model
+from .kernels import attend, softmax, swap
+from .registry import checker
 
-CAUSAL_MISTAKES = [
-    Mistake("top_left", "top-left causal alignment with an offset: your mask lets query 0 read only key 0 "
-            "and ignores query_offset. Positions are absolute: query i sits at position query_offset + i and "
-            "may read every key j <= query_offset + i (with a KV cache the newest query reads the whole cache).",
-            M.causal_top_left),
-    Mistake("always_bottom_right", "you align the mask bottom-right (offset S - T) whatever query_offset says; "
-            "when the key tensor already holds later positions, queries read the future. Use query_offset.",
-            M.causal_always_bottom_right),
-    Mistake("excludes_diagonal", "excluding the diagonal: a query may read its own position (j <= i, not j < i). "
-            "The first query then has no key at all, which gives nan (with -inf) or uniform weights (with -1e9).",
-            M.causal_excluding_diagonal),
-    Mistake("excludes_diagonal", "excluding the diagonal: a query may read its own position (j <= i, not j < i). "
-            "The first query then has no key at all, and -1e9 filling turned its row into uniform weights.",
-            M.causal_excluding_diagonal_1e9),
-    Mistake("future_leakage", "future leakage: your mask allows j >= i (the upper triangle), so each query reads "
-            "the positions after it. `torch.tril`, not `torch.triu`, keeps the past.", M.causal_reads_future),
-    Mistake("future_leakage", "future leakage: no causal mask is applied, so every query reads every key.",
-            M.causal_no_mask),
-    Mistake("offset_wrong_sign", "query_offset has the wrong sign: query i sits at position query_offset + i, so "
-            "the rule is j <= i + query_offset.", M.causal_offset_wrong_sign),
-    Mistake("mask_after_softmax", "mask applied after the softmax: zeroing future weights after normalising "
-            "leaves rows that sum to less than 1. Fill the future scores with -inf before the softmax.",
-            M.causal_mask_after_softmax),
-    Mistake("no_scale", "missing scaling: divide the scores by sqrt(d_k) before the softmax.", M.causal_without_scale),
-    Mistake("wrong_axis", "softmax over the wrong axis: normalise over keys (`dim=-1`), not over queries.",
-            M.causal_softmax_over_queries),
-]
+
+def _positions(T, S, offset):
+    return offset + np.arange(T)[:, None], np.arange(S)[None, :]
+
+
+def _causal(q, k, offset):
+    i, j = _positions(q.shape[-2], k.shape[-2], offset)
+    return j <= i
+
+
+CAUSAL_MISTAKES: list[Mistake] = []
+model = models(CAUSAL_MISTAKES)
+
+
+@model("top_left", "top-left causal alignment with an offset: your mask lets query 0 read only key 0 and ignores "
+       "query_offset. Positions are absolute: query i sits at position query_offset + i and may read every key "
+       "j <= query_offset + i (with a KV cache the newest query reads the whole cache).")
+def causal_top_left(q, k, v, offset=0):
+    T, S = q.shape[-2], k.shape[-2]
+    return attend(q, k, v, np.tril(np.ones((T, S), dtype=bool)))
+
+
+@model("always_bottom_right", "you align the mask bottom-right (offset S - T) whatever query_offset says; when the "
+       "key tensor already holds later positions, queries read the future. Use query_offset.")
+def causal_always_bottom_right(q, k, v, offset=0):
+    return attend(q, k, v, _causal(q, k, k.shape[-2] - q.shape[-2]))
+
+
+@model("excludes_diagonal", "excluding the diagonal: a query may read its own position (j <= i, not j < i). The "
+       "first query then has no key at all, which gives nan (with -inf) or uniform weights (with -1e9).")
+def causal_excluding_diagonal(q, k, v, offset=0):
+    i, j = _positions(q.shape[-2], k.shape[-2], offset)
+    return attend(q, k, v, j < i)
+
+
+@model("excludes_diagonal", "excluding the diagonal: a query may read its own position (j <= i, not j < i). The "
+       "first query then has no key at all, and -1e9 filling turned its row into uniform weights.")
+def causal_excluding_diagonal_1e9(q, k, v, offset=0):
+    i, j = _positions(q.shape[-2], k.shape[-2], offset)
+    return attend(q, k, v, j < i, fill=-1e9)
+
+
+@model("future_leakage", "future leakage: your mask allows j >= i (the upper triangle), so each query reads the "
+       "positions after it. `torch.tril`, not `torch.triu`, keeps the past.")
+def causal_reads_future(q, k, v, offset=0):
+    i, j = _positions(q.shape[-2], k.shape[-2], offset)
+    return attend(q, k, v, j >= i)
+
+
+@model("no_mask", "future leakage: no causal mask is applied, so every query reads every key.")
+def causal_no_mask(q, k, v, offset=0):
+    return attend(q, k, v)
+
+
+@model("offset_wrong_sign", "query_offset has the wrong sign: query i sits at position query_offset + i, so the "
+       "rule is j <= i + query_offset.")
+def causal_offset_wrong_sign(q, k, v, offset=0):
+    return attend(q, k, v, _causal(q, k, -offset))
+
+
+@model("mask_after_softmax", "mask applied after the softmax: zeroing future weights after normalising leaves rows "
+       "that sum to less than 1. Fill the future scores with -inf before the softmax.")
+def causal_mask_after_softmax(q, k, v, offset=0):
+    return attend(q, k, v, _causal(q, k, offset), mask="after")
+
+
+@model("no_scale", "missing scaling: divide the scores by sqrt(d_k) before the softmax.")
+def causal_without_scale(q, k, v, offset=0):
+    return attend(q, k, v, _causal(q, k, offset), scale=1.0)
+
+
+@model("wrong_axis", "softmax over the wrong axis: normalise over keys (`dim=-1`), not over queries.")
+def causal_softmax_over_queries(q, k, v, offset=0):
+    return attend(q, k, v, _causal(q, k, offset), axis=-2)
+
+
+# ---------------------------------------------------------------------------------------------- dropout
+# The checker's "dropout" is deterministic: it keeps the entries whose flat index is not a multiple of 3
+# and multiplies them by 1.5, so every output is known exactly and every run gives the same verdict.
+
+
+def keep_pattern(shape) -> np.ndarray:
+    return (np.arange(int(np.prod(shape))) % 3 != 0).reshape(shape)
+
+
+def fake_dropout_numpy(x):
+    return x * keep_pattern(x.shape) * 1.5
+
+
+def _weights(q, k, offset):
+    s = q @ swap(k) / np.sqrt(q.shape[-1])
+    return softmax(np.where(_causal(q, k, offset), s, -np.inf))
+
+
+DROPOUT_MISTAKES: list[Mistake] = []
+model = models(DROPOUT_MISTAKES)
+
+
+@model("dropout_ignored", "the `dropout` argument is ignored: when it is given, the output must use the dropped "
+       "weights, `dropout(weights) @ value`.")
+def causal_dropout_ignored(q, k, v, offset=0):
+    return _weights(q, k, offset) @ v
+
+
+@model("dropout_on_output", "dropout was applied to the output; it belongs on the weights: "
+       "`output = dropout(weights) @ value`.")
+def causal_dropout_on_output(q, k, v, offset=0):
+    return fake_dropout_numpy(_weights(q, k, offset) @ v)
+
+
+@model("dropout_on_scores", "dropout was applied to the scores before the softmax; it belongs on the weights after "
+       "the softmax: `output = dropout(weights) @ value`.")
+def causal_dropout_on_scores(q, k, v, offset=0):
+    s = np.where(_causal(q, k, offset), q @ swap(k) / np.sqrt(q.shape[-1]), -np.inf)
+    return softmax(fake_dropout_numpy(s)) @ v
+
+
+WEIGHTS_AFTER_DROPOUT = Mistake("weights_after_dropout", "the weights you returned are the dropped ones; return "
+                                "the probabilities before dropout (each row sums to 1) and use the dropped ones "
+                                "only for the output.")
+WEIGHTS_WRONG = Mistake("weights_wrong", "the output is right but the weights you returned differ from the "
+                        "reference.")
+FUTURE_WEIGHTS = Mistake("future_weight", "a weight on a future key is not exactly 0.")
+FUTURE_TEST = Mistake("future_changes_past", "the future-perturbation test: changing future keys and values changed an "
+                      "earlier output.")
+NOT_A_PAIR = Mistake("not_a_pair", "the function did not return the pair (output, weights).")
 
 
 def _torch():
@@ -68,7 +166,7 @@ def _cases():
 
 
 def _reference(q, k, v, offset):
-    """torch's scaled_dot_product_attention in float64 with an explicit bottom-right-aware mask."""
+    """torch's scaled_dot_product_attention in float64 with an explicit absolute-position mask."""
     torch = _torch()
     T, S = q.shape[-2], k.shape[-2]
     allowed = torch.from_numpy(masks.causal(T, S, offset))
@@ -78,88 +176,110 @@ def _reference(q, k, v, offset):
     return out.numpy(), weights
 
 
-def _unpack(task, out, case):
-    if isinstance(out, (tuple, list)):
-        if len(out) != 2:
-            raise Stop(R.failed(task, f"On {case}, your function returned {len(out)} values; return the output, "
-                                      f"or the pair (output, weights)."))
-        return out[0], out[1]
-    return out, None
-
-
-def _run(task, fn, case, q, k, v, offset):
-    if offset == 0 and q.shape[-2] == k.shape[-2]:
-        out = call(task, fn, case, q, k, v, error_hint=_hint)
-    else:
-        out = call(task, fn, case, q, k, v, query_offset=offset, error_hint=_hint)
-    return _unpack(task, out, case)
-
-
 def _hint(err):
-    if isinstance(err, TypeError) and "query_offset" in str(err):
-        return "give your function the parameter `query_offset=0`."
+    if isinstance(err, TypeError) and ("query_offset" in str(err) or "dropout" in str(err)):
+        return "give your function the parameters `query_offset=0, dropout=None`."
     if "size of tensor" in str(err) or "must match" in str(err) or "shape" in str(err):
         return ("build the mask from both T (queries) and S (keys) and the offset: with a KV cache T != S, so a "
                 "(T, T) triangle does not fit the (T, S) scores.")
-    return matmul_hint(err)
+    return error_hint(err)
 
 
-@checker("causal attention")
-def check_causal_attention(fn):
-    """Check ``fn(query, key, value, query_offset=0)`` on torch tensors.
+def _run(run, fn, case, q, k, v, offset, **kwargs):
+    if offset == 0 and q.shape[-2] == k.shape[-2] and not kwargs:
+        out = run.call(fn, case, q, k, v, hint=_hint)
+    else:
+        out = run.call(fn, case, q, k, v, query_offset=offset, hint=_hint, **kwargs)
+    if not isinstance(out, (tuple, list)) or len(out) != 2:
+        what = f"{len(out)} values" if isinstance(out, (tuple, list)) else "a single value"
+        run.fail(f"On {case}, your function returned {what}; return the pair `(output, weights)`.", NOT_A_PAIR.name)
+    return out
+
+
+@checker("causal attention", CAUSAL_MISTAKES + DROPOUT_MISTAKES + [WEIGHTS_AFTER_DROPOUT, WEIGHTS_WRONG,
+                                                                   FUTURE_WEIGHTS, FUTURE_TEST, NOT_A_PAIR])
+def check_causal_attention(run, fn):
+    """Check ``fn(query, key, value, query_offset=0, dropout=None) -> (output, weights)`` on torch tensors.
 
     Query row i sits at absolute position ``query_offset + i`` and may read keys j <= query_offset + i.
-    ``fn`` may return the output or the pair (output, weights); weights are checked when given.
     The reference is ``torch.nn.functional.scaled_dot_product_attention`` with the mask from
-    ``al.masks.causal``; a separate test changes future keys and values and requires the past to stay
-    exactly the same.
+    ``al.masks.causal``, compared to float32 rounding; both results must be torch tensors. A
+    deterministic ``dropout`` function is passed once: the output must use the dropped weights and
+    the returned weights must be those before dropout. A last test changes future keys and values
+    and requires the past to stay exactly the same.
     """
-    task = "causal attention"
     cases = _cases()
     for case, q, k, v, offset in cases:
         T, S = q.shape[-2], k.shape[-2]
-        out, weights = _run(task, fn, case, q, k, v, offset)
-        shape = tuple(q.shape[:-1]) + (v.shape[-1],)
-        got = to_array(task, out, case, "the output", shape=shape)
+        out, weights = _run(run, fn, case, q, k, v, offset)
+        got = run.array(out, case, "the output", shape=tuple(q.shape[:-1]) + (v.shape[-1],), kind="torch",
+                        dtype="float")
         expected, expected_w = _reference(q, k, v, offset)
         args = tuple(t.double().numpy() for t in (q, k, v)) + (offset,)
-        compare(task, case, got, expected, CAUSAL_MISTAKES, args=args, tol=FLOAT32, name="the output")
-        if weights is not None:
-            w = to_array(task, weights, case, "the weights", shape=tuple(q.shape[:-1]) + (S,))
-            if not close(w, expected_w, FLOAT32):
-                raise Stop(R.failed(task, f"On {case}, the output is right but the weights you returned differ "
-                                          f"from the reference: {describe_difference(w, expected_w)}."))
-            if (w[..., ~masks.causal(T, S, offset)] != 0).any():
-                raise Stop(R.failed(task, f"On {case}, some weights on future keys are not exactly 0.",
-                                    "future_leakage"))
-    _future_test(task, fn)
-    return R.passed(task, f"All {len(cases)} cases match torch's scaled_dot_product_attention with the "
-                          f"absolute-position mask (square, batched, a cached query, bottom-right and "
-                          f"future keys in the cache, large scores), and changing future keys and values "
-                          f"leaves every output bit-identical.")
+        run.compare(case, got, expected, CAUSAL_MISTAKES, args=args, tol=FLOAT32, name="the output")
+        w = run.array(weights, case, "the weights", shape=tuple(q.shape[:-1]) + (S,), kind="torch", dtype="float")
+        if (w[..., ~masks.causal(T, S, offset)] != 0).any():
+            run.fail(f"On {case}, some weights on future keys are not exactly 0.", FUTURE_WEIGHTS.name)
+        if not close(w, expected_w, FLOAT32):
+            run.fail(f"On {case}, {WEIGHTS_WRONG.explanation[:-1]}: {describe_difference(w, expected_w)}.",
+                     WEIGHTS_WRONG.name)
+    _dropout_test(run, fn)
+    _future_test(run, fn)
+    return run.passed(f"All {len(cases)} cases match torch's scaled_dot_product_attention with the absolute-position "
+                      f"mask (square, batched, a cached query, bottom-right and future keys in the cache, large "
+                      f"scores); a given dropout acts on the weights while the returned weights stay those before "
+                      f"dropout; and changing future keys and values leaves every output bit-identical.")
 
 
-def _future_test(task, fn):
+def _dropout_test(run, fn):
+    torch = _torch()
+    g = torch.Generator().manual_seed(12)
+    q, k, v = torch.randn(2, 4, 3, generator=g), torch.randn(2, 6, 3, generator=g), torch.randn(2, 6, 2, generator=g)
+    offset = 2
+    case = ("a call with `dropout=` a deterministic stand-in that keeps the entries whose flat index is not a "
+            "multiple of 3 and multiplies them by 1.5 (queries at positions 2..5, S = 6)")
+
+    def dropout(t):
+        keep = torch.from_numpy(keep_pattern(tuple(t.shape))).to(t.device)
+        return t * keep * 1.5
+
+    out, weights = _run(run, fn, case, q, k, v, offset, dropout=dropout)
+    qd, kd, vd = (t.double().numpy() for t in (q, k, v))
+    w_ref = _weights(qd, kd, offset)
+    got = run.array(out, case, "the output", shape=(2, 4, 2), kind="torch", dtype="float")
+    run.compare(case, got, fake_dropout_numpy(w_ref) @ vd, DROPOUT_MISTAKES, args=(qd, kd, vd, offset),
+                tol=FLOAT32, name="the output")
+    w = run.array(weights, case, "the weights", shape=(2, 4, 6), kind="torch", dtype="float")
+    if close(w, fake_dropout_numpy(w_ref), FLOAT32):
+        run.fail(f"On {case}, {WEIGHTS_AFTER_DROPOUT.explanation}", WEIGHTS_AFTER_DROPOUT.name)
+    if not close(w, w_ref, FLOAT32):
+        run.fail(f"On {case}, {WEIGHTS_WRONG.explanation[:-1]}: {describe_difference(w, w_ref)}.",
+                 WEIGHTS_WRONG.name)
+
+
+def _future_test(run, fn):
     torch = _torch()
     g = torch.Generator().manual_seed(8)
     q, k, v = (torch.randn(3, 4, generator=g), torch.randn(8, 4, generator=g), torch.randn(8, 3, generator=g))
     offset = 2   # queries at positions 2, 3, 4
     case = "the future test (queries at positions 2..4, keys 0..7; keys and values 5..7 replaced)"
-    before, _ = _run(task, fn, case, q, k, v, offset)
+    before, _ = _run(run, fn, case, q, k, v, offset)
     k2, v2 = k.clone(), v.clone()
     k2[5:] = torch.randn(3, 4, generator=g) * 10
     v2[5:] = torch.randn(3, 3, generator=g) * 10
-    after, _ = _run(task, fn, case, q, k2, v2, offset)
-    b = to_array(task, before, case, shape=(3, 3))
-    a = to_array(task, after, case, shape=(3, 3))
+    after, _ = _run(run, fn, case, q, k2, v2, offset)
+    b = run.array(before, case, shape=(3, 3), kind="torch", dtype="float")
+    a = run.array(after, case, shape=(3, 3), kind="torch", dtype="float")
     if not np.array_equal(a, b):
         rows = sorted({int(i) for i in np.argwhere(a != b)[:, 0]})
-        raise Stop(R.failed(task, f"On {case}: future leakage. Output rows {rows} changed when only keys and "
-                                  f"values after every query's position changed.", "future_leakage"))
+        run.fail(f"On {case}: future leakage. Output rows {rows} changed when only keys and values after every "
+                 f"query's position changed.", FUTURE_TEST.name)
 
 
 # ----------------------------------------------------------------------------------------------
 # A test the student writes: leaks_future(attn, x) -> bool
+
+T_PROBE = 7
 
 
 def _projections():
@@ -167,78 +287,144 @@ def _projections():
     return rng.normal(size=(4, 4)), rng.normal(size=(4, 4)), rng.normal(size=(4, 3))
 
 
-def _self_attention(allowed_rule, *, leak=0.0, fill=-np.inf):
+def _self_attention(allowed_rule, *, leak=0.0, fill=-np.inf, quantised_leak=0.0):
     w_q, w_k, w_v = _projections()
 
     def attn(x):
         T = x.shape[0]
         i, j = np.arange(T)[:, None], np.arange(T)[None, :]
-        allowed = allowed_rule(i, j)
-        s = np.where(allowed, (x @ w_q) @ (x @ w_k).T / 2.0, fill)
-        out = _row_softmax(s) @ (x @ w_v)
+        s = np.where(allowed_rule(i, j), (x @ w_q) @ (x @ w_k).T / 2.0, fill)
+        out = softmax(s) @ (x @ w_v)
         if leak:
-            out = out + leak * (_row_softmax((x @ w_q) @ (x @ w_k).T / 2.0) @ (x @ w_v))
+            out = out + leak * (softmax((x @ w_q) @ (x @ w_k).T / 2.0) @ (x @ w_v))
+        if quantised_leak:     # every row also reads the mean of the inputs, rounded to 0.01
+            out = out + quantised_leak * np.round(x.mean(axis=0), 2).sum()
         return out
     return attn
 
 
-def _row_softmax(s):
-    e = np.exp(s - s.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
+def _leak_pairs():
+    """Leaks from one later position j into one earlier position i, drawn once with a fixed seed."""
+    rng = np.random.default_rng(44)
+    pairs = set()
+    while len(pairs) < 3:
+        i = int(rng.integers(1, T_PROBE - 2))
+        pairs.add((i, int(rng.integers(i + 2, T_PROBE))))
+    return sorted(pairs)
 
 
 def _probes():
-    return [
+    probes = [
         ("causal self-attention", _self_attention(lambda i, j: j <= i), False),
         ("self-attention with no mask", _self_attention(lambda i, j: np.ones_like(i + j, dtype=bool)), True),
         ("attention that also reads one position ahead", _self_attention(lambda i, j: j <= i + 1), True),
         ("causal attention in which only position 0 also reads position 1",
          _self_attention(lambda i, j: (j <= i) | ((i == 0) & (j == 1))), True),
-        ("causal attention plus a 1e-10 leak from every position", _self_attention(lambda i, j: j <= i,
-                                                                                   leak=1e-10), True),
+    ]
+    for a, b in _leak_pairs():
+        probes.append((f"causal attention in which only position {a} also reads position {b}",
+                       _self_attention(lambda i, j, a=a, b=b: (j <= i) | ((i == a) & (j == b))), True))
+    probes += [
+        ("causal attention plus a 1e-10 leak from every position",
+         _self_attention(lambda i, j: j <= i, leak=1e-10), True),
+        ("causal attention plus a leak through the inputs' mean rounded to 0.01",
+         _self_attention(lambda i, j: j <= i, quantised_leak=0.1), True),
         ("causal self-attention with -1e9 filling", _self_attention(lambda i, j: j <= i, fill=-1e9), False),
     ]
+    return probes
 
 
-LEAK_TEST_MISTAKES = [
-    Mistake("last_position_only", "your test changes only the last position, so it misses a leak from a "
-            "middle position into an earlier one. For every t, change all positions after t and compare "
-            "the outputs at positions 0..t.", M.leak_test_last_position_only),
-    Mistake("tolerance", "your test compares with a tolerance (e.g. `np.allclose`) and misses a tiny leak. "
-            "Under a correct causal mask the future contributes exactly 0, so the past must be bit-identical: "
-            "use `np.array_equal`.", M.leak_test_with_tolerance),
-    Mistake("flags_causal", "your test reports a leak even for correct causal attention. Either it changes "
-            "past positions (which legitimately changes later outputs) or it compares the output rows of the "
-            "positions it changed (which always change). Change only positions after t and compare only the "
-            "rows 0..t.", M.leak_test_changes_the_past),
-    Mistake("flags_causal", "your test reports a leak even for correct causal attention: it compares the output "
-            "rows of the positions it changed, which always change. Compare only the rows 0..t.",
-            M.leak_test_compares_every_row),
-]
+LEAK_TEST_MISTAKES: list[Mistake] = []
+model = models(LEAK_TEST_MISTAKES)
 
 
-@checker("future-leak test")
-def check_leak_test(fn):
+@model("flags_causal", "your test reports a leak even for correct causal attention. Either it changes past "
+       "positions (which legitimately changes later outputs) or it compares the output rows of the positions it "
+       "changed (which always change). Change only positions after t and compare only the rows 0..t.")
+def leak_test_changes_the_past(attn, x):
+    for t in range(1, x.shape[0]):
+        changed = x.copy()
+        changed[:t] += 1.0
+        if not np.array_equal(attn(x)[t:], attn(changed)[t:]):
+            return True
+    return False
+
+
+@model("flags_causal", "your test reports a leak even for correct causal attention: it compares the output rows of "
+       "the positions it changed, which always change. Compare only the rows 0..t.")
+def leak_test_compares_every_row(attn, x):
+    changed = x.copy()
+    changed[1:] += 1.0
+    return not np.array_equal(attn(x), attn(changed))
+
+
+@model("last_position_only", "your test changes only the last position, so it misses a leak from a middle position "
+       "into an earlier one. For every t, change all positions after t and compare the outputs at positions 0..t.")
+def leak_test_last_position_only(attn, x):
+    changed = x.copy()
+    changed[-1] += 1.0
+    return not np.array_equal(attn(x)[:-1], attn(changed)[:-1])
+
+
+@model("fixed_position", "your test checks one split point only (it changes the positions after one fixed t), so a "
+       "leak between two other positions passes unseen. Repeat the test for every t from 0 to T - 2.")
+def leak_test_one_split(attn, x):
+    changed = x.copy()
+    changed[1:] += 1.0
+    return not np.array_equal(attn(x)[:1], attn(changed)[:1])
+
+
+@model("tiny_perturbation", "your test changes the future inputs by a tiny amount (such as 1e-12), so the change "
+       "it causes in a leaky output can round away or fall below the leak's threshold. Change them by an amount "
+       "of order 1 (or replace them by new random numbers) and compare exactly.")
+def leak_test_tiny_perturbation(attn, x):
+    for t in range(x.shape[0] - 1):
+        changed = x.copy()
+        changed[t + 1:] += 1e-12
+        if not np.array_equal(attn(x)[:t + 1], attn(changed)[:t + 1]):
+            return True
+    return False
+
+
+@model("tolerance", "your test compares with a tolerance (e.g. `np.allclose`) and misses a tiny leak. Under a "
+       "correct causal mask the future contributes exactly 0, so the past must be bit-identical: use "
+       "`np.array_equal`.")
+def leak_test_with_tolerance(attn, x):
+    for t in range(x.shape[0] - 1):
+        changed = x.copy()
+        changed[t + 1:] += 1.0
+        if not np.allclose(attn(x)[:t + 1], attn(changed)[:t + 1]):
+            return True
+    return False
+
+
+NOT_BOOL = Mistake("not_bool", "the test returned something other than True or False.")
+
+
+@checker("future-leak test", LEAK_TEST_MISTAKES + [NOT_BOOL])
+def check_leak_test(run, fn):
     """Check ``fn(attn, x) -> bool``: True iff future inputs change some earlier output of ``attn``.
 
-    ``attn`` maps an array x of shape (T, d) to outputs (T, d_v), one row per position.
+    ``attn`` maps an array x of shape (T, d) to outputs (T, d_v), one row per position. The probes
+    include leaks between positions drawn with a fixed seed, so a test that only looks at a few
+    fixed positions misses some of them.
     """
-    task = "future-leak test"
-    x = np.random.default_rng(4).normal(size=(6, 4))
+    x = np.random.default_rng(4).normal(size=(T_PROBE, 4))
+    probes = _probes()
     verdicts = []
-    for name, attn, leaks in _probes():
+    for name, attn, _ in probes:
         case = f"the probe \"{name}\""
-        out = call(task, fn, case, attn, x)
+        out = run.call(fn, case, attn, x)
         if not isinstance(out, (bool, np.bool_)):
-            raise Stop(R.failed(task, f"On {case}, your test returned {type(out).__name__}; return True (it "
-                                      f"leaks) or False."))
+            run.fail(f"On {case}, your test returned {type(out).__name__}; return True (it leaks) or False.",
+                     NOT_BOOL.name)
         verdicts.append(bool(out))
-    expected = [leaks for _, _, leaks in _probes()]
+    expected = [leaks for _, _, leaks in probes]
     if verdicts == expected:
-        return R.passed(task, f"Your test gives the right verdict on all {len(expected)} probes, including a "
-                              f"leak from one middle position and a leak of size 1e-10.")
+        return run.passed(f"Your test gives the right verdict on all {len(expected)} probes, including leaks between "
+                          f"middle positions, a leak of size 1e-10 and one through rounded inputs.")
     for mistake in LEAK_TEST_MISTAKES:
-        if [mistake.model(attn, x) for _, attn, _ in _probes()] == verdicts:
-            raise Stop(R.failed(task, f"Your verdicts match a classic mistake: {mistake.explanation}", mistake.name))
-    name, _, leaks = next(p for p, v in zip(_probes(), verdicts) if p[2] != v)
-    raise Stop(R.failed(task, f"On the probe \"{name}\" your test said {not leaks}; it should say {leaks}."))
+        if [run_model(mistake.model, attn, x) for _, attn, _ in probes] == verdicts:
+            run.fail(f"Your verdicts match a classic mistake: {mistake.explanation}", mistake.name)
+    name, _, leaks = next(p for p, v in zip(probes, verdicts) if p[2] != v)
+    run.fail(f"On the probe \"{name}\" your test said {not leaks}; it should say {leaks}.")

@@ -1,33 +1,85 @@
-"""Checker for chunked attention with an online softmax (FlashAttention's idea, in NumPy)."""
+"""Checker for chunked attention with an online softmax (FlashAttention's idea, in NumPy).
+
+Besides the values, the checker measures the largest NumPy allocation peak of one call with
+``tracemalloc`` (NumPy reports its array buffers to it) on a case where the full T x S matrix of
+scores would take 4 MiB and one block of scores 128 KiB: a function that builds the whole matrix
+is told so (a correct one stays near 0.5 MiB).
+"""
 from __future__ import annotations
 
 import numpy as np
 
 from .. import reference as ref
-from . import mistakes as M
-from . import result as R
-from .diagnose import Mistake, compare
-from .runner import call, checker, matmul_hint, to_array
+from .engine import Mistake, error_hint, models
+from .kernels import softmax
+from .registry import checker
 
-CHUNKED_MISTAKES = [
-    Mistake("no_rescale", "no rescaling when the running maximum grows: the sum and the output accumulated "
-            "so far were computed relative to the old maximum m_old and must be multiplied by "
-            "exp(m_old - m_new) before the new block is added.", M.chunked_without_rescaling),
-    Mistake("rescale_sum_only", "you rescale the running sum but not the running output: both were "
-            "accumulated against the old maximum, so both need the factor exp(m_old - m_new).",
-            M.chunked_rescales_sum_only),
-    Mistake("rescale_output_only", "you rescale the running output but not the running sum: both need the "
-            "factor exp(m_old - m_new).", M.chunked_rescales_output_only),
-    Mistake("no_max_subtraction", "no running maximum (overflow): without subtracting a maximum, `np.exp` "
-            "overflows on large scores. Keep the running maximum m and exponentiate s - m.",
-            M.chunked_without_max),
-    Mistake("no_final_division", "the final division by the running sum is missing: the output is the "
-            "accumulated sum of exp(s - m) v divided by the accumulated sum of exp(s - m).",
-            M.chunked_without_final_division),
-    Mistake("average_of_blocks", "you took a softmax inside each block and averaged the block outputs. Blocks "
-            "must be weighted by how much of the row's total exp-mass they hold, which is what the running sum "
-            "and maximum keep track of.", M.chunked_average_of_blocks),
-]
+
+def _online(q, k, v, block, *, rescale_acc=True, rescale_sum=True, use_max=True, divide=True):
+    c = 1 / np.sqrt(q.shape[-1])
+    T = q.shape[0]
+    m = np.full((T, 1), -np.inf)
+    l = np.zeros((T, 1))
+    acc = np.zeros((T, v.shape[-1]))
+    for start in range(0, k.shape[0], block):
+        s = q @ k[start:start + block].T * c
+        m_new = np.maximum(m, s.max(axis=-1, keepdims=True)) if use_max else np.zeros_like(m)
+        alpha = np.exp(m - m_new) if use_max else np.ones_like(m)
+        p = np.exp(s - m_new)
+        l = (l * alpha if rescale_sum else l) + p.sum(axis=-1, keepdims=True)
+        acc = (acc * alpha if rescale_acc else acc) + p @ v[start:start + block]
+        m = m_new
+    return acc / l if divide else acc
+
+
+CHUNKED_MISTAKES: list[Mistake] = []
+model = models(CHUNKED_MISTAKES)
+
+
+@model("no_rescale", "no rescaling when the running maximum grows: the sum and the output accumulated so far were "
+       "computed relative to the old maximum m_old and must be multiplied by exp(m_old - m_new) before the new "
+       "block is added.")
+def chunked_without_rescaling(q, k, v, block_size):
+    return _online(q, k, v, block_size, rescale_acc=False, rescale_sum=False)
+
+
+@model("rescale_sum_only", "you rescale the running sum but not the running output: both were accumulated against "
+       "the old maximum, so both need the factor exp(m_old - m_new).")
+def chunked_rescales_sum_only(q, k, v, block_size):
+    return _online(q, k, v, block_size, rescale_acc=False)
+
+
+@model("rescale_output_only", "you rescale the running output but not the running sum: both need the factor "
+       "exp(m_old - m_new).")
+def chunked_rescales_output_only(q, k, v, block_size):
+    return _online(q, k, v, block_size, rescale_sum=False)
+
+
+@model("no_max_subtraction", "no running maximum (overflow): without subtracting a maximum, `np.exp` overflows on "
+       "large scores. Keep the running maximum m and exponentiate s - m.")
+def chunked_without_max(q, k, v, block_size):
+    return _online(q, k, v, block_size, use_max=False)
+
+
+@model("no_final_division", "the final division by the running sum is missing: the output is the accumulated sum "
+       "of exp(s - m) v divided by the accumulated sum of exp(s - m).")
+def chunked_without_final_division(q, k, v, block_size):
+    return _online(q, k, v, block_size, divide=False)
+
+
+@model("average_of_blocks", "you took a softmax inside each block and averaged the block outputs. Blocks must be "
+       "weighted by how much of the row's total exp-mass they hold, which is what the running sum and maximum keep "
+       "track of.")
+def chunked_average_of_blocks(q, k, v, block_size):
+    c = 1 / np.sqrt(q.shape[-1])
+    outs = [softmax(q @ k[s:s + block_size].T * c) @ v[s:s + block_size]
+            for s in range(0, k.shape[0], block_size)]
+    return np.mean(outs, axis=0)
+
+
+FULL_MATRIX = Mistake("full_matrix", "the function builds the whole T x S matrix of scores (or weights) at once, "
+                      "which chunked attention exists to avoid. Compute the scores of one block of keys at a time, "
+                      "`q @ k[start:start + block_size].T`, and keep only the running maximum, sum and output.")
 
 
 def _increasing_keys(rng, S, d):
@@ -35,11 +87,11 @@ def _increasing_keys(rng, S, d):
     return rng.normal(size=(S, d)) * 0.5 + np.linspace(0.0, 2.5, S)[:, None]
 
 
-@checker("chunked attention")
-def check_chunked_attention(fn):
-    """Check ``fn(q, k, v, block_size)``: exact attention (no mask) computed over key blocks of
-    ``block_size`` with a running maximum and running sum; q (T, d_k), k (S, d_k), v (S, d_v)."""
-    task = "chunked attention"
+@checker("chunked attention", CHUNKED_MISTAKES + [FULL_MATRIX])
+def check_chunked_attention(run, fn):
+    """Check ``fn(q, k, v, block_size)``: exact attention (no mask) computed over key blocks of ``block_size`` with
+    a running maximum and running sum; q (T, d_k), k (S, d_k), v (S, d_v) float64 NumPy arrays, and a float64
+    NumPy array back. The largest allocation of one call must stay well below the T x S matrix."""
     rng = np.random.default_rng(17)
     q = np.abs(rng.normal(size=(3, 4))) + 0.2
     k, v = _increasing_keys(rng, 7, 4), rng.normal(size=(7, 3))
@@ -53,9 +105,21 @@ def check_chunked_attention(fn):
         ("large scores (several hundred; `np.exp` overflows without a maximum), block_size = 2", big_q, k, v, 2),
     ]
     for case, q_, k_, v_, block in cases:
-        out = call(task, fn, case, q_, k_, v_, block, error_hint=matmul_hint)
-        got = to_array(task, out, case, shape=(q_.shape[0], v_.shape[1]))
-        compare(task, case, got, ref.attention(q_, k_, v_), CHUNKED_MISTAKES, args=(q_, k_, v_, block))
-    return R.passed(task, f"All {len(cases)} cases match `al.attention` to float64 rounding, for block sizes "
-                          f"1, 2, 3, S and more than S, and for scores large enough to overflow a naive exp. "
-                          f"(The checker cannot see whether you built the T x S matrix: read your code for that.)")
+        got = run.array(run.call(fn, case, q_, k_, v_, block, hint=error_hint), case, shape=(q_.shape[0], v_.shape[1]))
+        run.compare(case, got, ref.attention(q_, k_, v_), CHUNKED_MISTAKES, args=(q_, k_, v_, block))
+    T, S, block = 64, 8192, 256
+    q_m, k_m, v_m = rng.normal(size=(T, 16)), _increasing_keys(rng, S, 16), rng.normal(size=(S, 16))
+    case = f"T = {T}, S = {S}, block_size = {block} (the full matrix would take {T * S * 8 // 2**20} MiB)"
+    memory = {}
+    out = run.call(fn, case, q_m, k_m, v_m, block, hint=error_hint, memory=memory)
+    peak = memory["peak"]
+    got = run.array(out, case, shape=(T, 16))
+    run.compare(case, got, ref.attention(q_m, k_m, v_m), CHUNKED_MISTAKES, args=(q_m, k_m, v_m, block))
+    budget = T * S * 8 // 2          # half the full matrix; one block of scores is 1/16 of it
+    if peak > budget:
+        run.fail(f"On {case}, your function held up to {peak / 2**20:.1f} MiB at once, more than half of the "
+                 f"full {T} x {S} matrix ({T * S * 8 / 2**20:.0f} MiB): {FULL_MATRIX.explanation}", FULL_MATRIX.name)
+    return run.passed(f"All {len(cases) + 1} cases match `al.attention` to float64 rounding, for block sizes 1, 2, 3, "
+                      f"S and more than S, and for scores large enough to overflow a naive exp; on T = {T}, S = {S} "
+                      f"your function never held more than {peak / 2**20:.2f} MiB at once (the full matrix: "
+                      f"{T * S * 8 / 2**20:.0f} MiB).")

@@ -1,87 +1,140 @@
 """Checkers for the mask builders: causal with an offset, key padding, packed documents.
 
-Masks are boolean "allowed" arrays: True means this query may read this key.
+Masks are boolean NumPy "allowed" arrays: True means this query may read this key.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from .. import masks
-from . import mistakes as M
-from . import result as R
-from .diagnose import Mistake, run_model
-from .runner import Stop, call, checker, to_array
+from .engine import Mistake, models
+from .registry import checker
 
-CAUSAL_MASK_MISTAKES = [
-    Mistake("top_left", "top-left causal alignment: your triangle starts at key 0 for query 0 and ignores "
-            "the offset. Positions are absolute: query i sits at position offset + i and may read every key "
-            "j <= offset + i.", M.causal_mask_top_left),
-    Mistake("always_bottom_right", "you always align the triangle bottom-right (offset S - T) and ignore "
-            "the offset you were given; with keys beyond the queries this lets queries read the future.",
-            M.causal_mask_always_bottom_right),
-    Mistake("excludes_diagonal", "excluding the diagonal: a query may read its own position (j <= i, not "
-            "j < i); otherwise the first query has no key at all.", M.causal_mask_excluding_diagonal),
-    Mistake("reads_future", "future leakage: your mask allows j >= i (the upper triangle), so each query "
-            "reads the positions after it instead of those before it.", M.causal_mask_reads_future),
-    Mistake("offset_wrong_sign", "the offset has the wrong sign: query i sits at position offset + i, so "
-            "the rule is j <= i + offset.", M.causal_mask_offset_wrong_sign),
-    Mistake("inverted", "mask polarity inverted: True must mean \"may read\". You marked the future as "
-            "allowed and the past as forbidden.", M.causal_mask_inverted),
-]
-
-PADDING_MISTAKES = [
-    Mistake("off_by_one", "off by one: a sequence of length L has valid keys 0, ..., L - 1, so the rule is "
-            "j < L (not j <= L).", M.padding_mask_off_by_one),
-    Mistake("inverted", "mask polarity inverted: True must mean \"may read\" (a real token), False a "
-            "padding position.", M.padding_mask_inverted),
-    Mistake("left_aligned", "you padded on the left (valid keys at the end); here the padding is on the "
-            "right: keys 0, ..., L - 1 are real.", M.padding_mask_left_aligned),
-]
-
-DOCUMENT_MISTAKES = [
-    Mistake("with_causal", "you also applied a causal triangle. The document mask alone lets a position read "
-            "every position of its own document; intersect it with a causal mask separately when you want "
-            "both (`documents & causal`).", M.document_mask_with_causal),
-    Mistake("inverted", "mask polarity inverted: True must mean \"same document, may read\".",
-            M.document_mask_inverted),
-    Mistake("reads_earlier_documents", "you compared document ids with <=, so a position also reads every "
-            "earlier document: packed documents must not see each other at all, use ==.",
-            M.document_mask_reads_earlier_documents),
-]
+ADDITIVE = Mistake("additive", "an additive mask (0 / -inf) was returned instead of a boolean one.")
+NOT_BOOLEAN = Mistake("not_boolean", "the mask is not boolean (e.g. 0/1 integers or floats).")
 
 
-def _bool_mask(task, out, case, shape, shape_hint=None):
-    arr = to_array(task, out, case, "the mask", shape=shape, shape_hint=shape_hint, dtype=None)
+def _positions(T, S, offset):
+    return offset + np.arange(T)[:, None], np.arange(S)[None, :]
+
+
+CAUSAL_MASK_MISTAKES: list[Mistake] = []
+model = models(CAUSAL_MASK_MISTAKES)
+
+
+@model("top_left", "top-left causal alignment: your triangle starts at key 0 for query 0 and ignores the offset. "
+       "Positions are absolute: query i sits at position offset + i and may read every key j <= offset + i.")
+def causal_mask_top_left(T, S, offset):
+    return np.tril(np.ones((T, S), dtype=bool))
+
+
+@model("always_bottom_right", "you always align the triangle bottom-right (offset S - T) and ignore the offset you "
+       "were given; with keys beyond the queries this lets queries read the future.")
+def causal_mask_always_bottom_right(T, S, offset):
+    i, j = _positions(T, S, S - T)
+    return j <= i
+
+
+@model("excludes_diagonal", "excluding the diagonal: a query may read its own position (j <= i, not j < i); "
+       "otherwise the first query has no key at all.")
+def causal_mask_excluding_diagonal(T, S, offset):
+    i, j = _positions(T, S, offset)
+    return j < i
+
+
+@model("reads_future", "future leakage: your mask allows j >= i (the upper triangle), so each query reads the "
+       "positions after it instead of those before it.")
+def causal_mask_reads_future(T, S, offset):
+    i, j = _positions(T, S, offset)
+    return j >= i
+
+
+@model("offset_wrong_sign", "the offset has the wrong sign: query i sits at position offset + i, so the rule is "
+       "j <= i + offset.")
+def causal_mask_offset_wrong_sign(T, S, offset):
+    i, j = _positions(T, S, -offset)
+    return j <= i
+
+
+@model("inverted", "mask polarity inverted: True must mean \"may read\". You marked the future as allowed and the "
+       "past as forbidden.")
+def causal_mask_inverted(T, S, offset):
+    i, j = _positions(T, S, offset)
+    return j > i
+
+
+PADDING_MISTAKES: list[Mistake] = []
+model = models(PADDING_MISTAKES)
+
+
+@model("negative_zero_slice", "a slice such as `mask[b, -(S - L):] = False` (or `[:, -n_pad:]`) is wrong when "
+       "there is no padding: -(S - L) is -0, which is 0, and `[0:]` selects every key. Use the positions instead: "
+       "`np.arange(S) < L`.")
+def padding_mask_negative_zero_slice(lengths, S):
+    mask = np.ones((len(lengths), S), dtype=bool)
+    for b, L in enumerate(np.asarray(lengths)):
+        mask[b, -(S - int(L)):] = False
+    return mask[:, None, :]
+
+
+@model("off_by_one", "off by one: a sequence of length L has valid keys 0, ..., L - 1, so the rule is j < L "
+       "(not j <= L).")
+def padding_mask_off_by_one(lengths, S):
+    return (np.arange(S)[None, :] <= np.asarray(lengths)[:, None])[:, None, :]
+
+
+@model("inverted", "mask polarity inverted: True must mean \"may read\" (a real token), False a padding position.")
+def padding_mask_inverted(lengths, S):
+    return (np.arange(S)[None, :] >= np.asarray(lengths)[:, None])[:, None, :]
+
+
+@model("left_aligned", "you padded on the left (valid keys at the end); here the padding is on the right: keys "
+       "0, ..., L - 1 are real.")
+def padding_mask_left_aligned(lengths, S):
+    return (np.arange(S)[None, :] >= S - np.asarray(lengths)[:, None])[:, None, :]
+
+
+DOCUMENT_MISTAKES: list[Mistake] = []
+model = models(DOCUMENT_MISTAKES)
+
+
+@model("with_causal", "you also applied a causal triangle. The document mask alone lets a position read every "
+       "position of its own document; intersect it with a causal mask separately when you want both "
+       "(`documents & causal`).")
+def document_mask_with_causal(doc_ids):
+    ids = np.asarray(doc_ids)
+    T = ids.shape[-1]
+    return (ids[..., :, None] == ids[..., None, :]) & np.tril(np.ones((T, T), dtype=bool))
+
+
+@model("inverted", "mask polarity inverted: True must mean \"same document, may read\".")
+def document_mask_inverted(doc_ids):
+    ids = np.asarray(doc_ids)
+    return ids[..., :, None] != ids[..., None, :]
+
+
+@model("reads_earlier_documents", "you compared document ids with <=, so a position also reads every earlier "
+       "document: packed documents must not see each other at all, use ==.")
+def document_mask_reads_earlier_documents(doc_ids):
+    ids = np.asarray(doc_ids)
+    return ids[..., None, :] <= ids[..., :, None]
+
+
+def _bool_mask(run, out, case, shape, shape_hint=None):
+    arr = run.array(out, case, "the mask", shape=shape, shape_hint=shape_hint, dtype="bool")
     if arr.dtype != bool:
-        values = np.unique(arr)
-        if np.issubdtype(arr.dtype, np.floating) and np.isneginf(values).any():
-            raise Stop(R.failed(task, f"On {case}, you returned an additive mask (0 / -inf). This task wants a "
-                                      f"boolean array, True = may read; `al.masks.to_additive` converts it when "
-                                      f"you need the additive form.", "additive"))
-        raise Stop(R.failed(task, f"On {case}, the mask has dtype {arr.dtype}; return a boolean array "
-                                  f"(True = may read), e.g. with `.astype(bool)` or a comparison such as `j <= i`.",
-                            "not_boolean"))
+        if np.issubdtype(arr.dtype, np.floating) and np.isneginf(arr).any():
+            run.fail(f"On {case}, you returned an additive mask (0 / -inf). This task wants a boolean array, "
+                     f"True = may read; `al.masks.to_additive` converts it when you need the additive form.",
+                     ADDITIVE.name)
+        run.fail(f"On {case}, the mask has dtype {arr.dtype}; return a boolean array (True = may read), e.g. with "
+                 f"`.astype(bool)` or a comparison such as `j <= i`.", NOT_BOOLEAN.name)
     return arr
 
 
-def _compare_masks(task, case, got, expected, mistakes, args):
-    if np.array_equal(got, expected):
-        return
-    for mistake in mistakes:
-        model = run_model(mistake.model, *args)
-        if model is not None and np.shape(model) == got.shape and np.array_equal(got, model) \
-                and not np.array_equal(model, expected):
-            raise Stop(R.failed(task, f"On {case}, the mask matches a classic mistake: {mistake.explanation}",
-                                mistake.name))
-    where = tuple(int(i) for i in np.argwhere(got != expected)[0])
-    raise Stop(R.failed(task, f"On {case}, entry {where} is {bool(got[where])}; it should be "
-                              f"{bool(expected[where])}."))
-
-
-@checker("causal mask")
-def check_causal_mask(fn):
-    """Check ``fn(T, S, offset)``: a (T, S) boolean mask with allowed[i, j] = (j <= i + offset)."""
-    task = "causal mask"
+@checker("causal mask", CAUSAL_MASK_MISTAKES + [ADDITIVE, NOT_BOOLEAN])
+def check_causal_mask(run, fn):
+    """Check ``fn(T, S, offset)``: a (T, S) boolean NumPy mask with allowed[i, j] = (j <= i + offset)."""
     cases = [
         ("T = S = 4, offset = 0 (training)", 4, 4, 0),
         ("one query at absolute position 8 over S = 9 keys (offset = 8)", 1, 9, 8),
@@ -90,46 +143,43 @@ def check_causal_mask(fn):
         ("T = 2, S = 5, offset = 0", 2, 5, 0),
     ]
     for case, T, S, offset in cases:
-        out = call(task, fn, case, T, S, offset)
-        got = _bool_mask(task, out, case, (T, S))
-        _compare_masks(task, case, got, masks.causal(T, S, offset), CAUSAL_MASK_MISTAKES, (T, S, offset))
-    return R.passed(task, f"All {len(cases)} cases match `al.masks.causal`: square, a single cached query, "
-                          f"bottom-right alignment and a cache that already holds future keys.")
+        got = _bool_mask(run, run.call(fn, case, T, S, offset), case, (T, S))
+        run.compare(case, got, masks.causal(T, S, offset), CAUSAL_MASK_MISTAKES, (T, S, offset), tol=None,
+                    name="the mask")
+    return run.passed(f"All {len(cases)} cases match `al.masks.causal`: square, a single cached query, "
+                      f"bottom-right alignment and a cache that already holds future keys.")
 
 
 def _padding_hint(B, S):
     def hint(shape):
         if tuple(shape) == (B, S):
-            return ("add the query axis: (B, 1, S) broadcasts over the T queries of each sequence "
-                    "(`mask[:, None, :]`).")
+            return "add the query axis: (B, 1, S) broadcasts over the T queries of each sequence (`mask[:, None, :]`)."
         if tuple(shape) == (B, S, 1):
-            return ("a key-padding mask has its size-1 axis in the middle, (B, 1, S): it masks keys (columns), "
-                    "and every query row sees the same keys.")
+            return ("a key-padding mask has its size-1 axis in the middle, (B, 1, S): it masks keys (columns), and "
+                    "every query row sees the same keys.")
         return None
     return hint
 
 
-@checker("padding mask")
-def check_padding_mask(fn):
-    """Check ``fn(lengths, S)``: a (B, 1, S) boolean mask, key j of sequence b real iff j < lengths[b]."""
-    task = "padding mask"
+@checker("padding mask", PADDING_MISTAKES + [ADDITIVE, NOT_BOOLEAN])
+def check_padding_mask(run, fn):
+    """Check ``fn(lengths, S)``: a (B, 1, S) boolean NumPy mask, key j of sequence b real iff j < lengths[b]."""
     cases = [
         ("lengths [3, 1, 4] with S = 5", np.array([3, 1, 4]), 5),
-        ("lengths [5, 5] with S = 5 (no padding)", np.array([5, 5]), 5),
+        ("lengths [5, 2, 5] with S = 5 (two sequences without padding)", np.array([5, 2, 5]), 5),
         ("lengths [2, 6, 0] with S = 6 (the last sequence is all padding)", np.array([2, 6, 0]), 6),
     ]
     for case, lengths, S in cases:
-        out = call(task, fn, case, lengths, S)
-        got = _bool_mask(task, out, case, (len(lengths), 1, S), _padding_hint(len(lengths), S))
-        _compare_masks(task, case, got, masks.padding(lengths, S), PADDING_MISTAKES, (lengths, S))
-    return R.passed(task, f"All {len(cases)} cases match `al.masks.padding`, shape (B, 1, S) so that it "
-                          f"broadcasts over queries.")
+        B = len(lengths)
+        got = _bool_mask(run, run.call(fn, case, lengths, S), case, (B, 1, S), _padding_hint(B, S))
+        run.compare(case, got, masks.padding(lengths, S), PADDING_MISTAKES, (lengths, S), tol=None, name="the mask")
+    return run.passed(f"All {len(cases)} cases match `al.masks.padding`, shape (B, 1, S) so that it broadcasts "
+                      f"over queries.")
 
 
-@checker("document mask")
-def check_document_mask(fn):
-    """Check ``fn(doc_ids)``: (..., T, T) boolean, True where two positions share a document."""
-    task = "document mask"
+@checker("document mask", DOCUMENT_MISTAKES + [ADDITIVE, NOT_BOOLEAN])
+def check_document_mask(run, fn):
+    """Check ``fn(doc_ids)``: (..., T, T) boolean NumPy mask, True where two positions share a document."""
     cases = [
         ("doc_ids [0, 0, 1, 1, 1, 2]", np.array([0, 0, 1, 1, 1, 2])),
         ("a batch of two packed rows [[0, 0, 1, 1], [5, 6, 6, 6]]", np.array([[0, 0, 1, 1], [5, 6, 6, 6]])),
@@ -137,7 +187,6 @@ def check_document_mask(fn):
     ]
     for case, ids in cases:
         T = ids.shape[-1]
-        out = call(task, fn, case, ids)
-        got = _bool_mask(task, out, case, ids.shape[:-1] + (T, T))
-        _compare_masks(task, case, got, masks.documents(ids), DOCUMENT_MISTAKES, (ids,))
-    return R.passed(task, f"All {len(cases)} cases match `al.masks.documents`, with and without a batch axis.")
+        got = _bool_mask(run, run.call(fn, case, ids), case, ids.shape[:-1] + (T, T))
+        run.compare(case, got, masks.documents(ids), DOCUMENT_MISTAKES, (ids,), tol=None, name="the mask")
+    return run.passed(f"All {len(cases)} cases match `al.masks.documents`, with and without a batch axis.")

@@ -2,7 +2,9 @@
 
 A :class:`CheckResult` prints as one plain line in a terminal and renders as a coloured note in
 Jupyter (green: passed, red: failed, grey: not attempted yet), so the exercise notebooks execute
-cleanly in the book build while every stub still says what is left to do.
+cleanly in the book build while every stub still says what is left to do. Every message a
+student can read is built by one function of this module or by one :class:`~.engine.Mistake`,
+so that a translation layer can wrap each in one place.
 """
 from __future__ import annotations
 
@@ -26,13 +28,15 @@ class CheckResult:
     ``task`` names what was checked, ``status`` is one of "passed", "failed",
     "not attempted yet", and ``message`` says in plain words what happened: for a failure,
     the case that failed and, where the behaviour matches a classic mistake, which one
-    (its short name is in ``mistake``).
+    (its short name is in ``mistake``). ``details`` holds what only the book's authors need
+    (the traceback of an internal error of the checker); it is folded away in Jupyter.
     """
 
     task: str
     status: str
     message: str
     mistake: str = ""   # short name of the diagnosed mistake, "" if none was recognised
+    details: str = ""   # folded: for a bug report, never the student's traceback
 
     @property
     def passed(self) -> bool:
@@ -52,12 +56,16 @@ class CheckResult:
         border, background, symbol = _STYLE[self.status]
         lines = [_inline_code(html.escape(line)) for line in self.message.splitlines()]
         body = "<br>".join(lines)
+        folded = ""
+        if self.details:
+            folded = (f'<details style="margin-top:0.4em"><summary>Details for a bug report</summary>'
+                      f'<pre style="white-space:pre-wrap">{html.escape(self.details)}</pre></details>')
         return (
             f'<div class="attnlab-check attnlab-check-{self.status.split()[0]}" '
             f'style="border-left:6px solid {border};background:{background};color:#1b1b1b;'
             f'padding:0.55em 0.9em;margin:0.3em 0;border-radius:4px;line-height:1.45;">'
             f'<strong style="color:{border}">{symbol} {html.escape(self.task)}: {self.status}.</strong> '
-            f"{body}</div>"
+            f"{body}{folded}</div>"
         )
 
 
@@ -78,3 +86,23 @@ def not_attempted(task: str) -> CheckResult:
     return CheckResult(task, NOT_ATTEMPTED,
                        "Your function still raises `NotImplementedError`: replace the stub's body "
                        "with your code and run this cell again.")
+
+
+def not_a_function(task: str, got) -> CheckResult:
+    return failed(task, f"Expected a function; got {type(got).__name__}. Pass the function itself, without "
+                        f"calling it (`check(my_function)`, not `check(my_function())`).", "not_a_function")
+
+
+def timed_out(task: str, case: str, seconds: float, still_running: bool) -> CheckResult:
+    text = (f"On {case}, your function ran longer than {seconds:g} s, so the check stopped it. This usually "
+            f"means a loop whose condition never becomes false (e.g. `while True:` without a `break`, or a "
+            f"counter that is never increased), or a computation far larger than the task needs.")
+    if still_running:
+        text += (" The check could not interrupt it (it is running outside the main thread or inside one "
+                 "long library call), so it may keep a CPU busy: restart the kernel if the notebook slows down.")
+    return failed(task, text, "time_limit")
+
+
+def internal_error(task: str, details: str) -> CheckResult:
+    return CheckResult(task, FAILED, "The checker itself failed: this is a bug in the checker, not in your code. "
+                                     "Please report it with the folded details below.", "checker_bug", details)

@@ -1,41 +1,100 @@
-"""Checkers for the softmax and for dropout on attention weights (chapter 2's tasks)."""
+"""Checkers for the softmax and for dropout on attention weights (chapter 2's tasks).
+
+Both take and return NumPy arrays; float64 inputs must give float64 results.
+"""
 from __future__ import annotations
 
 import numpy as np
 
 from .. import reference as ref
-from . import mistakes as M
-from . import result as R
-from .diagnose import Mistake, close, compare
-from .runner import Stop, call, checker, matmul_hint, to_array
+from .engine import FLOAT32, FLOAT64, Mistake, close, error_hint, models
+from .registry import checker
 
-SOFTMAX_MISTAKES = [
-    Mistake("wrong_axis", "softmax over the wrong axis. You normalised along axis 0, so columns (not "
-            "rows) sum to 1. Each query's weights run along the last axis: use `axis=-1`.",
-            M.softmax_over_first_axis),
-    Mistake("wrong_axis", "softmax over the wrong axis. You normalised along axis -2 (over queries); "
-            "each query's weights run along the last axis: use `axis=-1`.", M.softmax_over_second_last_axis),
-    Mistake("whole_array", "you normalised the whole array at once (one sum for everything), so only the "
-            "grand total is 1. Sum each row separately: `e.sum(axis=-1, keepdims=True)`.",
-            M.softmax_over_whole_array),
-    Mistake("no_max_subtraction", "no max subtraction (overflow). `np.exp(1000)` is inf and inf/inf is nan; "
-            "`np.exp(-1000)` is 0 and 0/0 is nan. Subtract each row's maximum before `np.exp`: the softmax "
-            "does not change when one constant is subtracted from a whole row.",
-            M.softmax_without_max_subtraction),
-    Mistake("global_max", "you subtracted the maximum of the whole array rather than of each row, so rows "
-            "far below the global maximum underflow to 0/0 = nan. Use `x.max(axis=-1, keepdims=True)`.",
-            M.softmax_global_max),
-    Mistake("max_without_keepdims", "`x.max(axis=-1)` without `keepdims=True`: the row maxima broadcast "
-            "along the wrong axis (a square input hides the shape error) and each row loses a different "
-            "constant per column. Use `x.max(axis=-1, keepdims=True)`.", M.softmax_max_without_keepdims),
-    Mistake("sum_without_keepdims", "`e.sum(axis=-1)` without `keepdims=True`: the row sums broadcast along "
-            "the wrong axis (a square input hides the shape error), so each column is divided by another "
-            "row's sum. Use `e.sum(axis=-1, keepdims=True)`.", M.softmax_sum_without_keepdims),
-    Mistake("not_normalised", "the rows are not normalised: after `np.exp` divide by each row's sum.",
-            M.softmax_not_normalised),
-    Mistake("log_softmax", "you returned log-probabilities (a log-softmax). Return the probabilities.",
-            M.softmax_returns_log),
-]
+
+def _softmax(x, axis=-1):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+SOFTMAX_MISTAKES: list[Mistake] = []
+model = models(SOFTMAX_MISTAKES)
+
+
+@model("wrong_axis", "softmax over the wrong axis. You normalised along axis 0, so columns (not rows) sum to 1. "
+       "Each query's weights run along the last axis: use `axis=-1`.")
+def softmax_over_first_axis(x):
+    return _softmax(x, axis=0)
+
+
+@model("wrong_axis", "softmax over the wrong axis. You normalised along axis -2 (over queries); each query's "
+       "weights run along the last axis: use `axis=-1`.")
+def softmax_over_second_last_axis(x):
+    return _softmax(x, axis=-2)
+
+
+@model("whole_array", "you normalised the whole array at once (one sum for everything), so only the grand total "
+       "is 1. Sum each row separately: `e.sum(axis=-1, keepdims=True)`.")
+def softmax_over_whole_array(x):
+    e = np.exp(x - x.max())
+    return e / e.sum()
+
+
+@model("subtracts_min", "you subtracted each row's minimum, not its maximum. The shift does not change the "
+       "softmax, but only the maximum keeps every exponent <= 0: `np.exp(x - x.min())` overflows to inf as soon "
+       "as a row spans more than about 709 (float64) or 88 (float32). Use `x.max(axis=-1, keepdims=True)`.")
+def softmax_subtracts_min(x):
+    e = np.exp(x - x.min(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+@model("subtracts_mean", "you subtracted each row's mean, not its maximum. The shift does not change the "
+       "softmax, but only the maximum keeps every exponent <= 0: entries far above the mean overflow to inf "
+       "(beyond about 709 in float64, 88 in float32). Use `x.max(axis=-1, keepdims=True)`.")
+def softmax_subtracts_mean(x):
+    e = np.exp(x - x.mean(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+@model("no_max_subtraction", "no max subtraction (overflow). `np.exp(1000)` is inf and inf/inf is nan; "
+       "`np.exp(-1000)` is 0 and 0/0 is nan. Subtract each row's maximum before `np.exp`: the softmax does not "
+       "change when one constant is subtracted from a whole row.")
+def softmax_without_max_subtraction(x):
+    e = np.exp(x)
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+@model("global_max", "you subtracted the maximum of the whole array rather than of each row, so rows far below "
+       "the global maximum underflow to 0/0 = nan. Use `x.max(axis=-1, keepdims=True)`.")
+def softmax_global_max(x):
+    e = np.exp(x - x.max())                      # one max for the whole array, not per row
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+@model("max_without_keepdims", "`x.max(axis=-1)` without `keepdims=True`: the row maxima broadcast along the "
+       "wrong axis (a square input hides the shape error) and each row loses a different constant per column. "
+       "Use `x.max(axis=-1, keepdims=True)`.")
+def softmax_max_without_keepdims(x):
+    e = np.exp(x - x.max(axis=-1))               # (n,) broadcasts along the last axis
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+@model("sum_without_keepdims", "`e.sum(axis=-1)` without `keepdims=True`: the row sums broadcast along the wrong "
+       "axis (a square input hides the shape error), so each column is divided by another row's sum. Use "
+       "`e.sum(axis=-1, keepdims=True)`.")
+def softmax_sum_without_keepdims(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1)
+
+
+@model("not_normalised", "the rows are not normalised: after `np.exp` divide by each row's sum.")
+def softmax_not_normalised(x):
+    return np.exp(x - x.max(axis=-1, keepdims=True))
+
+
+@model("log_softmax", "you returned log-probabilities (a log-softmax). Return the probabilities.")
+def softmax_returns_log(x):
+    s = x - x.max(axis=-1, keepdims=True)
+    return s - np.log(np.exp(s).sum(axis=-1, keepdims=True))
 
 
 def _softmax_cases():
@@ -47,87 +106,142 @@ def _softmax_cases():
         ("a batch of shape (2, 3, 4)", rng.normal(size=(2, 3, 4)) * 2),
         ("large logits [[1000, 999, 997], [-1000, -1001, -1003]]",
          np.array([[1000.0, 999.0, 997.0], [-1000.0, -1001.0, -1003.0]])),
+        ("rows spanning 1600 and 2000 ([[800, 0, -800], [1000, 10, -1000]]: any shift but the row maximum "
+         "overflows)", np.array([[800.0, 0.0, -800.0], [1000.0, 10.0, -1000.0]])),
+        ("float32 logits [[100, 0, -100], [60, 59, -60]] (float32 overflows beyond 88)",
+         np.array([[100.0, 0.0, -100.0], [60.0, 59.0, -60.0]], dtype=np.float32)),
     ]
 
 
-@checker("softmax")
-def check_softmax(fn):
-    """Check ``fn(x)``: a numerically stable softmax along the last axis of a NumPy array."""
+@checker("softmax", SOFTMAX_MISTAKES)
+def check_softmax(run, fn):
+    """Check ``fn(x)``: a numerically stable softmax along the last axis of a NumPy array.
+
+    The result is a NumPy array of the input's shape; float64 logits need a float64 result (a
+    float32 one may stay float32).
+    """
     cases = _softmax_cases()
     for case, x in cases:
-        out = call("softmax", fn, case, x, error_hint=matmul_hint)
-        got = to_array("softmax", out, case, shape=x.shape)
-        compare("softmax", case, got, ref.softmax(x), SOFTMAX_MISTAKES, args=(x,))
-    return R.passed("softmax", f"All {len(cases)} cases match `al.softmax`: a vector, square and rectangular "
-                               f"matrices, a batch, and logits near +-1000 (no overflow).")
+        out = run.call(fn, case, x, hint=error_hint)
+        single = x.dtype == np.float32
+        got = run.array(out, case, shape=x.shape, dtype="float" if single else "float64")
+        run.compare(case, got, _softmax(x.astype(np.float64)) if single else ref.softmax(x), SOFTMAX_MISTAKES,
+                    args=(x,), tol=FLOAT32 if single else FLOAT64)
+    return run.passed(f"All {len(cases)} cases match `al.softmax`: a vector, square and rectangular matrices, a "
+                      f"batch, logits near +-1000, rows that overflow unless their maximum is subtracted "
+                      f"(float64 and float32).")
 
 
-DROPOUT_MISTAKES = [
-    Mistake("no_rescale", "no rescaling. The kept weights must be divided by the keep probability "
-            "1 - p so that the expected weights (and the expected row sum) stay the same.",
-            M.dropout_without_rescale),
-    Mistake("scaled_by_p", "you divided the kept weights by p, the drop probability; divide by the "
-            "keep probability 1 - p.", M.dropout_scaled_by_p),
-    Mistake("renormalised", "you renormalised each row after dropping, so every row sums to exactly 1. "
-            "That is a different operation: dropout divides by 1 - p, and its row sums equal 1 only in "
-            "expectation (chapter 2).", M.dropout_renormalised),
-]
+# ---------------------------------------------------------------------------------------------- dropout
+
+DROPOUT_MISTAKES: list[Mistake] = []
+model = models(DROPOUT_MISTAKES)
 
 
-@checker("dropout on attention weights")
-def check_dropout(fn):
-    """Check ``fn(a, p, rng)``: inverted dropout on weights ``a`` with drop probability ``p``.
+@model("no_rescale", "no rescaling. The kept weights must be divided by the keep probability 1 - p so that the "
+       "expected weights (and the expected row sum) stay the same.")
+def dropout_without_rescale(a, keep, p):
+    return a * keep
 
-    Each entry is kept with probability 1 - p (independently) and then divided by 1 - p; the
-    random numbers come from the NumPy Generator ``rng``.
+
+@model("scaled_by_p", "you divided the kept weights by p, the drop probability; divide by the keep probability "
+       "1 - p.")
+def dropout_scaled_by_p(a, keep, p):
+    return a * keep / p
+
+
+@model("renormalised", "you renormalised each row after dropping, so every row sums to exactly 1. That is a "
+       "different operation: dropout divides by 1 - p, and its row sums equal 1 only in expectation (chapter 2).")
+def dropout_renormalised(a, keep, p):
+    w = a * keep
+    total = w.sum(axis=-1, keepdims=True)
+    return np.divide(w, total, out=np.zeros_like(w), where=total > 0)
+
+
+P_AS_KEEP = Mistake("p_is_keep_probability", "p was used as the keep probability instead of the drop "
+                    "probability: p is the probability of dropping an entry, so about a fraction p of the "
+                    "entries must be zero.")
+SHARED_MASK = Mistake("shared_mask", "every row has the same entries dropped (one keep/drop pattern shared by "
+                      "all rows): draw one independent decision per weight, an array of shape `a.shape`.")
+WHOLE_ROWS = Mistake("drops_whole_rows", "whole rows are dropped or kept at once (one decision per row, e.g. "
+                     "`rng.random((T, 1))`). Dropout decides for each weight independently: draw "
+                     "`rng.random(a.shape)`.")
+CORRELATED = Mistake("correlated_mask", "neighbouring entries are dropped together far more often than chance "
+                     "allows (the decisions are not independent). Draw one independent uniform number per "
+                     "weight: `rng.random(a.shape) >= p`.")
+IGNORES_RNG = Mistake("ignores_rng", "two calls with generators made from the same seed gave different masks: "
+                      "draw the random numbers from the `rng` argument (e.g. `rng.random(a.shape)`) so that a "
+                      "run can be repeated.")
+RESEEDS = Mistake("reseeds", "two calls with the same generator gave the same mask: do not re-seed inside the "
+                  "function; just draw from `rng`.")
+WRONG_RATE = Mistake("wrong_rate", "the fraction of dropped entries is far from p.")
+
+
+@checker("dropout on attention weights", DROPOUT_MISTAKES + [P_AS_KEEP, SHARED_MASK, WHOLE_ROWS, CORRELATED,
+                                                             WRONG_RATE, IGNORES_RNG, RESEEDS])
+def check_dropout(run, fn):
+    """Check ``fn(a, p, rng)``: inverted dropout on weights ``a`` (a float64 NumPy array) with drop
+    probability ``p``.
+
+    Each entry is kept with probability 1 - p, independently of every other, and then divided
+    by 1 - p; the random numbers come from the NumPy Generator ``rng``. Every draw below uses a
+    fixed seed, so a function gets the same verdict on every run.
     """
-    task = "dropout on attention weights"
     rng = np.random.default_rng(5)
     a_small = ref.softmax(rng.normal(size=(3, 4)))
-    out = call(task, fn, "p = 0 (nothing is dropped)", a_small, 0.0, np.random.default_rng(0))
-    got = to_array(task, out, "p = 0", shape=a_small.shape)
+    case = "p = 0 (nothing is dropped)"
+    got = run.array(run.call(fn, case, a_small, 0.0, np.random.default_rng(0)), case, shape=a_small.shape)
     if np.all(np.nan_to_num(got) == 0):
-        raise Stop(R.failed(task, "With p = 0 every weight was dropped: p is the probability of dropping "
-                                  "an entry, not of keeping it.", "p_is_keep_probability"))
+        run.fail(f"With p = 0 every weight was dropped: {P_AS_KEEP.explanation}", P_AS_KEEP.name)
     if not close(got, a_small):
-        raise Stop(R.failed(task, "With p = 0 nothing may be dropped and the weights must come back "
-                                  "unchanged."))
+        run.fail("With p = 0 nothing may be dropped and the weights must come back unchanged.")
 
     a = ref.softmax(rng.normal(size=(400, 50)))
     p = 0.25
     case = "400 x 50 weights with p = 0.25"
-    got = to_array(task, call(task, fn, case, a, p, np.random.default_rng(11)), case, shape=a.shape)
+    got = run.array(run.call(fn, case, a, p, np.random.default_rng(11)), case, shape=a.shape)
     keep = got != 0
     expected = a * keep / (1 - p)
     if not close(got, expected):
         mistake = next((m for m in DROPOUT_MISTAKES if close(got, m.model(a, keep, p))), None)
         if mistake is not None:
-            raise Stop(R.failed(task, f"On {case}: {mistake.explanation}", mistake.name))
-        raise Stop(R.failed(task, f"On {case}, the entries you kept are not `a / (1 - p)`: the largest "
-                                  f"difference is {np.abs(got - expected).max():.3g}."))
-    if (keep == keep[:1]).all():
-        raise Stop(R.failed(task, f"On {case}, every row has the same entries dropped: draw one independent "
-                                  f"keep/drop decision per weight, shape `a.shape`.", "shared_mask"))
+            run.fail(f"On {case}: {mistake.explanation}", mistake.name)
+        run.fail(f"On {case}, the entries you kept are not `a / (1 - p)`: the largest difference is "
+                 f"{np.nan_to_num(np.abs(got - expected), nan=np.inf).max():.3g}.")
+    _independence(run, case, keep)
     dropped = 1 - keep.mean()
     spread = 5 * np.sqrt(p * (1 - p) / keep.size)
     if abs(dropped - (1 - p)) < spread:
-        raise Stop(R.failed(task, f"On {case}, you dropped {dropped:.1%} of the entries: p is the probability "
-                                  f"of dropping, so about {p:.0%} should be zero.", "p_is_keep_probability"))
+        run.fail(f"On {case}, you dropped {dropped:.1%} of the entries: {P_AS_KEEP.explanation}", P_AS_KEEP.name)
     if abs(dropped - p) > spread:
-        raise Stop(R.failed(task, f"On {case}, you dropped {dropped:.1%} of the entries; about {p:.0%} "
-                                  f"should be zero."))
-    again = to_array(task, call(task, fn, case, a, p, np.random.default_rng(11)), case, shape=a.shape)
+        run.fail(f"On {case}, you dropped {dropped:.1%} of the entries; about {p:.0%} should be zero.",
+                 WRONG_RATE.name)
+    again = run.array(run.call(fn, case, a, p, np.random.default_rng(11)), case, shape=a.shape)
     if not np.array_equal(again, got):
-        raise Stop(R.failed(task, "Two calls with generators made from the same seed gave different masks: "
-                                  "draw the random numbers from the `rng` argument (e.g. `rng.random(a.shape)`) "
-                                  "so that a run can be repeated.", "ignores_rng"))
+        run.fail(IGNORES_RNG.explanation[0].upper() + IGNORES_RNG.explanation[1:], IGNORES_RNG.name)
     shared = np.random.default_rng(3)
-    first = to_array(task, call(task, fn, case, a, p, shared), case, shape=a.shape)
-    second = to_array(task, call(task, fn, case, a, p, shared), case, shape=a.shape)
+    first = run.array(run.call(fn, case, a, p, shared), case, shape=a.shape)
+    second = run.array(run.call(fn, case, a, p, shared), case, shape=a.shape)
     if np.array_equal(first, second):
-        raise Stop(R.failed(task, "Two calls with the same generator gave the same mask: do not re-seed "
-                                  "inside the function; just draw from `rng`.", "reseeds"))
+        run.fail(RESEEDS.explanation[0].upper() + RESEEDS.explanation[1:], RESEEDS.name)
     sums = got.sum(axis=-1)
-    return R.passed(task, f"Kept entries equal a / (1 - p), {dropped:.1%} dropped (p = {p}), masks independent "
-                          f"across entries and reproducible from `rng`. Row sums: mean {sums.mean():.3f}, "
-                          f"from {sums.min():.2f} to {sums.max():.2f}, equal to 1 only in expectation.")
+    return run.passed(f"Kept entries equal a / (1 - p), {dropped:.1%} dropped (p = {p}), decisions independent "
+                      f"within rows, across rows and between neighbours, reproducible from `rng`. Row sums: mean "
+                      f"{sums.mean():.3f}, from {sums.min():.2f} to {sums.max():.2f}, equal to 1 only in "
+                      f"expectation.")
+
+
+def _independence(run, case, keep):
+    """Fail unless the keep decisions vary within rows, across rows, and between neighbours."""
+    constant_rows = (keep == keep[:, :1]).all(axis=1).mean()
+    if constant_rows > 0.5:       # independent entries: P(a row of 50 is constant) is about 6e-7
+        run.fail(f"On {case}, {constant_rows:.0%} of the rows are dropped or kept as a whole: "
+                 f"{WHOLE_ROWS.explanation}", WHOLE_ROWS.name)
+    if (keep == keep[:1]).all():
+        run.fail(f"On {case}: {SHARED_MASK.explanation}", SHARED_MASK.name)
+    k = keep.astype(float)
+    for left, right in ((k[:, :-1], k[:, 1:]), (k[:-1], k[1:])):
+        corr = np.corrcoef(left.ravel(), right.ravel())[0, 1]
+        if abs(corr) > 5 / np.sqrt(left.size):       # five standard errors of a zero correlation
+            run.fail(f"On {case}, the keep decisions of neighbouring entries have correlation {corr:.2f}: "
+                     f"{CORRELATED.explanation}", CORRELATED.name)

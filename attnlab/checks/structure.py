@@ -1,24 +1,14 @@
-"""Checkers for chapter 8: a permutation-equivariance test, and permuting a mask with the tokens."""
+"""Checkers for chapter 8: a permutation-equivariance test, and permuting a mask with the tokens (NumPy)."""
 from __future__ import annotations
 
 import numpy as np
 
 from .. import masks
 from .. import reference as ref
-from . import mistakes as M
-from . import result as R
-from .diagnose import Mistake, run_model
-from .runner import Stop, call, checker, to_array
+from .engine import Mistake, models, run_model
+from .registry import checker
 
-EQUIVARIANCE_TEST_MISTAKES = [
-    Mistake("invariance", "your test checks invariance, f(P X) = f(X), instead of equivariance, "
-            "f(P X) = P f(X): compare `f(x[perm])` with `f(x)[perm]`. (Sorting the rows is invariant but not "
-            "equivariant, and self-attention is equivariant but not invariant.)",
-            M.equivariance_test_checks_invariance),
-    Mistake("inverse_permutation", "your test applies the inverse permutation on one side: if the inputs are "
-            "reordered with `x[perm]`, the outputs must be reordered the same way, `f(x)[perm]`, not with "
-            "`np.argsort(perm)`.", M.equivariance_test_inverse_permutation),
-]
+T_PROBE = 6
 
 
 def _projections():
@@ -26,13 +16,13 @@ def _projections():
     return rng.normal(size=(4, 4)) / 2, rng.normal(size=(4, 4)) / 2, rng.normal(size=(4, 3))
 
 
-def _attention_probe(causal=False, positions=False):
+def _attention_probe(causal=False, positions=None):
     w_q, w_k, w_v = _projections()
 
     def f(x):
         T = x.shape[0]
-        if positions:
-            x = x + np.sin(np.arange(T)[:, None] * np.array([1.0, 0.5, 0.25, 0.125]))
+        if positions is not None:
+            x = x + np.sin(positions(np.arange(T))[:, None] * np.array([1.0, 0.5, 0.25, 0.125]))
         allowed = masks.causal(T) if causal else None
         return ref.attention(x @ w_q, x @ w_k, x @ w_v, allowed=allowed)
     return f
@@ -43,66 +33,127 @@ def _mlp(x):
     return np.tanh(x @ w1) @ w2
 
 
+def _reads_last_row(x):
+    """Self-attention whose every output also adds the last input row: only a permutation that moves the last
+    position shows that it is not equivariant."""
+    return _attention_probe()(x) + x[-1, :3]
+
+
 def _probes():
     return [
         ("self-attention with shared projections and no positions", _attention_probe(), True),
         ("a position-wise MLP", _mlp, True),
         ("causal self-attention", _attention_probe(causal=True), False),
-        ("self-attention after adding a sinusoidal positional encoding", _attention_probe(positions=True), False),
+        ("self-attention after adding a sinusoidal positional encoding",
+         _attention_probe(positions=lambda p: p.astype(float)), False),
+        ("self-attention with a positional encoding that starts at position 2 (positions 0 and 1 share one)",
+         _attention_probe(positions=lambda p: np.maximum(p - 1, 0).astype(float)), False),
+        ("self-attention that adds the last input row to every output", _reads_last_row, False),
         ("sorting the rows by their first feature (invariant, not equivariant)",
          lambda x: x[np.argsort(x[:, 0], kind="stable")], False),
         ("a cumulative sum over positions", lambda x: np.cumsum(x, axis=0), False),
     ]
 
 
-@checker("permutation-equivariance test")
-def check_equivariance_test(fn):
-    """Check ``fn(f, x, rng) -> bool``: True iff f(x[perm]) equals f(x)[perm] for random permutations
-    drawn from the NumPy Generator ``rng`` (x has shape (T, d); f maps it to (T, d_out))."""
-    task = "permutation-equivariance test"
-    x = np.random.default_rng(8).normal(size=(6, 4))
+EQUIVARIANCE_TEST_MISTAKES: list[Mistake] = []
+model = models(EQUIVARIANCE_TEST_MISTAKES)
+
+
+@model("invariance", "your test checks invariance, f(P X) = f(X), instead of equivariance, f(P X) = P f(X): compare "
+       "`f(x[perm])` with `f(x)[perm]`. (Sorting the rows is invariant but not equivariant, and self-attention is "
+       "equivariant but not invariant.)")
+def equivariance_test_checks_invariance(f, x, rng):
+    perm = rng.permutation(x.shape[0])
+    return bool(np.allclose(f(x[perm]), f(x)))
+
+
+@model("inverse_permutation", "your test applies the inverse permutation on one side: if the inputs are reordered "
+       "with `x[perm]`, the outputs must be reordered the same way, `f(x)[perm]`, not with `np.argsort(perm)`.")
+def equivariance_test_inverse_permutation(f, x, rng):
+    perm = rng.permutation(x.shape[0])
+    while np.array_equal(perm[perm], np.arange(len(perm))):   # an involution would hide the mistake
+        perm = rng.permutation(x.shape[0])
+    return bool(np.allclose(f(x[perm]), f(x)[np.argsort(perm)]))
+
+
+@model("fixed_swap", "your test always uses the same permutation (swapping positions 0 and 1), so a function that "
+       "breaks the symmetry only at other positions passes it. Draw random permutations from `rng` "
+       "(`rng.permutation(T)`), several of them.")
+def equivariance_test_swaps_first_two(f, x, rng):
+    perm = np.arange(x.shape[0])
+    perm[[0, 1]] = [1, 0]
+    return bool(np.allclose(f(x[perm]), f(x)[perm]))
+
+
+NOT_BOOL = Mistake("not_bool", "the test returned something other than True or False.")
+
+
+@checker("permutation-equivariance test", EQUIVARIANCE_TEST_MISTAKES + [NOT_BOOL])
+def check_equivariance_test(run, fn):
+    """Check ``fn(f, x, rng) -> bool``: True iff f(x[perm]) equals f(x)[perm] for random permutations drawn from
+    the NumPy Generator ``rng`` (x has shape (T, d); f maps it to (T, d_out)). Every probe gets a generator with a
+    fixed seed, so a test gets the same verdict on every run."""
+    x = np.random.default_rng(8).normal(size=(T_PROBE, 4))
     probes = _probes()
     verdicts = []
     for i, (name, f, _) in enumerate(probes):
         case = f"the probe \"{name}\""
-        out = call(task, fn, case, f, x, np.random.default_rng(100 + i))
+        out = run.call(fn, case, f, x, np.random.default_rng(100 + i))
         if not isinstance(out, (bool, np.bool_)):
-            raise Stop(R.failed(task, f"On {case}, your test returned {type(out).__name__}; return True or False "
-                                      f"(`bool(np.allclose(...))`)."))
+            run.fail(f"On {case}, your test returned {type(out).__name__}; return True or False "
+                     f"(`bool(np.allclose(...))`).", NOT_BOOL.name)
         verdicts.append(bool(out))
     expected = [e for _, _, e in probes]
     if verdicts == expected:
-        return R.passed(task, f"Your test gives the right verdict on all {len(probes)} probes: equivariant "
-                              f"self-attention and MLP; causal attention, positional encodings, sorting and "
-                              f"cumulative sums are not.")
+        return run.passed(f"Your test gives the right verdict on all {len(probes)} probes: equivariant self-attention "
+                          f"and MLP; causal attention, positional encodings (one that only differs after position "
+                          f"1), a function that reads the last row, sorting and cumulative sums are not.")
     for mistake in EQUIVARIANCE_TEST_MISTAKES:
-        theirs = [mistake.model(f, x, np.random.default_rng(100 + i)) for i, (_, f, _) in enumerate(probes)]
+        theirs = [run_model(mistake.model, f, x, np.random.default_rng(100 + i)) for i, (_, f, _) in enumerate(probes)]
         if theirs == verdicts:
-            raise Stop(R.failed(task, f"Your verdicts match a classic mistake: {mistake.explanation}", mistake.name))
+            run.fail(f"Your verdicts match a classic mistake: {mistake.explanation}", mistake.name)
     name, _, right = next(p for p, v in zip(probes, verdicts) if p[2] != v)
     hint = (" Try several random permutations: a single one can miss a position that breaks the symmetry."
             if right is False else "")
-    raise Stop(R.failed(task, f"On the probe \"{name}\" your test said {not right}; it should say {right}.{hint}"))
+    run.fail(f"On the probe \"{name}\" your test said {not right}; it should say {right}.{hint}")
 
 
-PERMUTE_MASK_MISTAKES = [
-    Mistake("rows_only", "you permuted only the rows (queries). The keys are the same tokens, so the columns "
-            "move too: `allowed[perm][:, perm]`, i.e. P M P^T.", M.permute_mask_rows_only),
-    Mistake("columns_only", "you permuted only the columns (keys). The queries are the same tokens, so the rows "
-            "move too: `allowed[perm][:, perm]`, i.e. P M P^T.", M.permute_mask_columns_only),
-    Mistake("inverse_permutation", "you used the inverse permutation. Token i of the new order is token "
-            "perm[i] of the old one, so new entry (i, j) is old entry (perm[i], perm[j]).",
-            M.permute_mask_inverse),
-    Mistake("unchanged", "the mask did not move with the tokens. Equivariance needs the mask permuted too: "
-            "F(P X; P M P^T) = P F(X; M).", M.permute_mask_unchanged),
-]
+PERMUTE_MASK_MISTAKES: list[Mistake] = []
+model = models(PERMUTE_MASK_MISTAKES)
 
 
-@checker("permute a mask")
-def check_permute_mask(fn):
-    """Check ``fn(allowed, perm)``: the (T, T) mask that goes with the reordered tokens ``x[perm]``, so that
-    attention(x[perm], new mask) equals attention(x, allowed)[perm]."""
-    task = "permute a mask"
+@model("rows_only", "you permuted only the rows (queries). The keys are the same tokens, so the columns move too: "
+       "`allowed[perm][:, perm]`, i.e. P M P^T.")
+def permute_mask_rows_only(allowed, perm):
+    return allowed[perm]
+
+
+@model("columns_only", "you permuted only the columns (keys). The queries are the same tokens, so the rows move "
+       "too: `allowed[perm][:, perm]`, i.e. P M P^T.")
+def permute_mask_columns_only(allowed, perm):
+    return allowed[:, perm]
+
+
+@model("inverse_permutation", "you used the inverse permutation. Token i of the new order is token perm[i] of the "
+       "old one, so new entry (i, j) is old entry (perm[i], perm[j]).")
+def permute_mask_inverse(allowed, perm):
+    inv = np.argsort(perm)
+    return allowed[np.ix_(inv, inv)]
+
+
+@model("unchanged", "the mask did not move with the tokens. Equivariance needs the mask permuted too: "
+       "F(P X; P M P^T) = P F(X; M).")
+def permute_mask_unchanged(allowed, perm):
+    return allowed
+
+
+NOT_BOOLEAN = Mistake("not_boolean", "the mask is not boolean.")
+
+
+@checker("permute a mask", PERMUTE_MASK_MISTAKES + [NOT_BOOLEAN])
+def check_permute_mask(run, fn):
+    """Check ``fn(allowed, perm)``: the (T, T) boolean NumPy mask that goes with the reordered tokens ``x[perm]``,
+    so that attention(x[perm], new mask) equals attention(x, allowed)[perm]."""
     rng = np.random.default_rng(23)
     random_mask = rng.random((5, 5)) < 0.5
     random_mask[np.arange(5), rng.integers(0, 5, size=5)] = True     # every row may read something
@@ -112,20 +163,12 @@ def check_permute_mask(fn):
     ]
     x = rng.normal(size=(5, 3))
     for case, allowed, perm in cases:
-        got = to_array(task, call(task, fn, case, allowed, perm), case, "the mask", shape=allowed.shape, dtype=None)
-        expected = allowed[np.ix_(perm, perm)]
+        got = run.array(run.call(fn, case, allowed, perm), case, "the mask", shape=allowed.shape, dtype="bool")
         if got.dtype != bool:
-            raise Stop(R.failed(task, f"On {case}, return a boolean mask (True = may read); got dtype {got.dtype}."))
-        if np.array_equal(got, expected):
-            assert np.allclose(ref.attention(x[perm], x[perm], x[perm], allowed=got),
-                               ref.attention(x, x, x, allowed=allowed)[perm])
-            continue
-        for mistake in PERMUTE_MASK_MISTAKES:
-            model = run_model(mistake.model, allowed, perm)
-            if model is not None and np.array_equal(got, model):
-                raise Stop(R.failed(task, f"On {case}, the mask matches a classic mistake: {mistake.explanation}",
-                                    mistake.name))
-        where = tuple(int(i) for i in np.argwhere(got != expected)[0])
-        raise Stop(R.failed(task, f"On {case}, entry {where} should be {bool(expected[where])}."))
-    return R.passed(task, "Both cases give P M P^T, and attention on the reordered tokens with your mask "
-                          "equals the reordered attention output.")
+            run.fail(f"On {case}, return a boolean mask (True = may read); got dtype {got.dtype}.", NOT_BOOLEAN.name)
+        run.compare(case, got, allowed[np.ix_(perm, perm)], PERMUTE_MASK_MISTAKES, args=(allowed, perm), tol=None,
+                    name="the mask")
+        assert np.allclose(ref.attention(x[perm], x[perm], x[perm], allowed=got),
+                           ref.attention(x, x, x, allowed=allowed)[perm])
+    return run.passed("Both cases give P M P^T, and attention on the reordered tokens with your mask equals the "
+                      "reordered attention output.")

@@ -15,15 +15,7 @@ import attnlab as al
 from attnlab import checks as C
 from attnlab.checks import pretrained as P
 
-
-def assert_diagnosis(result, mistake, fragment):
-    assert not result.passed and result.status == "failed", result
-    assert result.mistake == mistake, result
-    assert fragment.lower() in result.message.lower(), result.message
-
-
-def stub(*args, **kwargs):
-    raise NotImplementedError
+from .support import assert_diagnosis, stub
 
 
 def head_cols(p, h):
@@ -182,31 +174,34 @@ def test_head_weights_unnormalised_rows():
 
 def test_head_weights_float32_is_told_to_use_float64():
     result = C.check_head_weights(lambda x, p, h, v: head_weights_torch(x, p, h, v, dtype=torch.float32))
-    assert_diagnosis(result, "float32", "float64")
+    assert_diagnosis(result, "not_float64", "compute in float64")
     result = C.check_head_weights(lambda x, p, h, v: head_weights_numpy(x, p, h, v).astype(np.float32))
-    assert_diagnosis(result, "float32", "agrees with the reference")
+    assert_diagnosis(result, "not_float64", "float32")
 
 
-def test_a_float32_result_with_a_real_mistake_gets_the_mistake():
-    def wrong(x, p, h, valid):
-        return head_weights_numpy(x, p, h, valid, scale=1.0).astype(np.float32)
-    assert_diagnosis(C.check_head_weights(wrong), "no_scale", "sqrt(d_head)")
+def test_head_weights_endless_loop_comes_back():
+    def endless(x, p, h, valid):
+        while True:
+            pass
+    assert_diagnosis(C.check_head_weights(endless, timeout=0.3), "time_limit", "longer than")
 
 
 def test_head_weights_in_place_change_of_the_parameters_is_reported():
     def wrong(x, p, h, valid):
         p.b_k[:] = 0.0                                # "b_K does not matter", so the student drops it in place
         return head_weights_numpy(x, p, h, valid)
-    result = C.check_head_weights(wrong)
-    assert not result.passed and "p.b_k" in result.message and "in place" in result.message
+    assert_diagnosis(C.check_head_weights(wrong), "changes_input", "p.b_k")
 
 
 def test_head_weights_bad_returns_are_messages():
-    for bad, fragment in ((lambda *a: None, "return"), (lambda *a: "weights", "array"),
-                          (lambda *a: np.zeros((2, 5)), "shape"), (lambda x, p, h, v: p["w_q"], "attributes"),
-                          (lambda *a: (i for i in range(3)), "array")):
-        result = C.check_head_weights(bad)
-        assert result.status == "failed" and fragment in result.message, result
+    T = 5
+    for bad, mistake, fragment in ((lambda *a: None, "returns_none", "return"),
+                                   (lambda *a: "weights", "wrong_type", "str"),
+                                   (lambda *a: (i for i in range(3)), "wrong_type", "generator"),
+                                   (lambda *a: np.zeros((2, T)), "wrong_shape", "expected (2, 5, 5)")):
+        assert_diagnosis(C.check_head_weights(bad), mistake, fragment)
+    result = C.check_head_weights(lambda x, p, h, v: p["w_q"])
+    assert result.status == "failed" and "attributes" in result.message, result
 
 
 def test_head_weights_nan_on_padded_query_rows_is_accepted():
@@ -302,14 +297,14 @@ def test_special_share_rows_of_the_markers():
 
 
 def test_special_share_float32_is_told_to_use_float64():
-    assert_diagnosis(C.check_special_share(lambda w, n: share_loop(w, n).astype(np.float32)), "float32", "float64")
+    result = C.check_special_share(lambda w, n: share_loop(w, n).astype(np.float32))
+    assert_diagnosis(result, "not_float64", "compute in float64")
 
 
 def test_special_share_per_sentence_result_is_a_shape_message():
     def wrong(weights, lengths):
         return np.stack([(weights[b, :, :n, 0] + weights[b, :, :n, n - 1]).mean(-1) for b, n in enumerate(lengths)])
-    result = C.check_special_share(wrong)
-    assert result.status == "failed" and "one number per head" in result.message, result
+    assert_diagnosis(C.check_special_share(wrong), "wrong_shape", "one number per head")
 
 
 # ------------------------------------------------------------------------------------ ablation
@@ -410,7 +405,7 @@ def test_ablated_output_queries_zeroed():
 def test_ablated_output_float32_is_told_to_use_float64():
     def wrong(x, p, h, valid):
         return torch.as_tensor(ablated_numpy(x, p, h, valid), dtype=torch.float32)
-    assert_diagnosis(C.check_ablated_output(wrong), "float32", "torch.float32")
+    assert_diagnosis(C.check_ablated_output(wrong), "not_float64", "torch.from_numpy")
 
 
 def test_ablated_output_in_place_change_of_w_o_is_reported():
@@ -418,8 +413,8 @@ def test_ablated_output_in_place_change_of_w_o_is_reported():
         cols, _ = head_cols(p, h)
         p.w_o[cols] = 0.0                             # right idea, but it edits the caller's layer
         return merge(heads_numpy(x, p, valid)) @ p.w_o + p.b_o
-    result = C.check_ablated_output(wrong)
-    assert not result.passed and "p.w_o" in result.message and "dataclasses.replace" in result.message
+    assert_diagnosis(C.check_ablated_output(wrong), "changes_input", "dataclasses.replace(")
+    assert "p.w_o" in C.check_ablated_output(wrong).message
 
 
 def test_ablated_output_exception_is_one_line_message():
@@ -460,9 +455,8 @@ def test_max_special_share_answer_recomputed_from_the_model():
         per_head = (on_markers * real[:, None, :]).sum((0, 2)) / real.sum()
         best = max(best, per_head.max().item())
     assert C.check_answer("pretrained.max_special_share", best).passed
-    assert not C.check_answer("pretrained.max_special_share", best / 2).passed
-    hint = C.check_answer("pretrained.max_special_share", best / 2)
-    assert hint.mistake == "known_wrong_answer" and "sum of the two" in hint.message
+    assert not C.check_answer("pretrained.max_special_share", best / 2).passed           # the mean of the two
+    assert not C.check_answer("pretrained.max_special_share", round(best, 2)).passed      # typed, rounded
 
 
 def test_head_weights_reference_is_the_models_attention(real):

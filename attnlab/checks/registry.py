@@ -1,0 +1,82 @@
+"""The registry of checkers: ``@checker`` turns a check function into a public ``check_*``.
+
+The decorated function receives a :class:`~.engine.Check` as its first argument and the
+student's function as its second. The public function the registry builds takes the student's
+function (and the checker's own keyword options), plus ``timeout=`` (seconds per call of student
+code; default ``$ATTNLAB_CHECK_TIMEOUT`` or 5 s), and always returns a
+:class:`~.result.CheckResult`: a :class:`~.engine.Stop` becomes its result, and any other
+exception inside the checker becomes an "internal error" result, never a traceback.
+"""
+from __future__ import annotations
+
+import functools
+import traceback
+from dataclasses import dataclass, field
+from typing import Callable
+
+from . import result as R
+from .engine import Check, Mistake, Stop
+from .limits import limit_seconds
+
+
+@dataclass
+class Checker:
+    name: str                       # the public name, e.g. "check_softmax"
+    task: str                       # the short task name shown in each result
+    topic: str                      # the module that defines it, e.g. "softmax"
+    function: Callable              # the public function
+    mistakes: list = field(default_factory=list)   # every Mistake it can name, models first
+
+    def mistake_names(self) -> list[str]:
+        seen = []
+        for mistake in self.mistakes:
+            if mistake.name not in seen:
+                seen.append(mistake.name)
+        return seen
+
+
+REGISTRY: dict[str, Checker] = {}
+
+# Failures any checker can report, whatever its topic (the registry test also covers these).
+COMMON_MISTAKES = [
+    Mistake("time_limit", "the function ran past the time limit (a loop that never ends, usually)."),
+    Mistake("changes_input", "the function changed one of its inputs in place."),
+    Mistake("returns_none", "the function returned None (a missing `return`)."),
+    Mistake("wrong_type", "the function returned a value of the wrong type (e.g. a tensor where a NumPy array "
+                          "is asked, or a string)."),
+    Mistake("wrong_shape", "the function returned an array of the wrong shape."),
+    Mistake("not_a_function", "the checker was given a value instead of a function."),
+]
+
+
+def checker(task: str, mistakes=(), *, takes_function: bool = True):
+    """Register ``check(run, fn, ...)`` as the public ``check_<name>`` with the given mistakes.
+
+    ``mistakes`` lists every :class:`Mistake` the checker can name (with or without a model), in
+    the order they are tried. With ``takes_function=False`` the first argument is not a
+    function (``check_answer``'s question name).
+    """
+    def register(check):
+        name = check.__name__
+        if not name.startswith("check_") or name in REGISTRY:
+            raise ValueError(f"checker name {name!r} must start with 'check_' and be unique")
+
+        @functools.wraps(check)
+        def public(fn, *args, timeout: float | None = None, **kwargs):
+            seconds = limit_seconds(timeout)
+            if takes_function and not callable(fn):
+                return R.not_a_function(task, fn)
+            try:
+                return check(Check(task, seconds), fn, *args, **kwargs)
+            except Stop as stop:
+                return stop.result
+            except Exception:   # a bug of the checker: say so, fold the details
+                return R.internal_error(task, traceback.format_exc(limit=-8))
+
+        REGISTRY[name] = Checker(name, task, check.__module__.rsplit(".", 1)[-1], public, list(mistakes))
+        return public
+    return register
+
+
+def public_functions() -> dict[str, Callable]:
+    return {name: entry.function for name, entry in sorted(REGISTRY.items())}

@@ -1,0 +1,164 @@
+"""Softmax and dropout checkers: the reference passes, stubs are not attempted, each mistake is named.
+
+Every "student" function is written independently, the way a student would write the mistake,
+not taken from the package's mistake models; each test asserts the diagnosis it gets.
+"""
+
+import numpy as np
+import torch
+
+import attnlab as al
+from attnlab import checks as C
+
+from .support import assert_diagnosis, assert_not_attempted, stub
+
+# ------------------------------------------------------------------------------------ softmax
+
+
+def test_softmax_reference_passes():
+    assert C.check_softmax(al.softmax).passed
+    assert C.check_softmax(lambda x: torch.softmax(torch.from_numpy(x), dim=-1).numpy()).passed
+
+
+def test_softmax_stub_not_attempted():
+    assert_not_attempted(C.check_softmax(stub))
+
+
+def test_softmax_exception_is_one_line_message():
+    def broken(x):
+        return {}[x.shape]
+    result = C.check_softmax(broken)
+    assert not result.passed and "raised KeyError" in result.message and "Traceback" not in result.message
+
+
+def test_softmax_wrong_shape_is_a_message():
+    result = C.check_softmax(lambda x: np.exp(x).sum(-1))
+    assert not result.passed and "has shape" in result.message and "expected (4)" in result.message
+
+
+def test_softmax_returning_none_is_a_message():
+    def forgot_return(x):
+        np.exp(x)
+    result = C.check_softmax(forgot_return)
+    assert "forget `return`" in result.message
+
+
+def test_softmax_in_place_change_is_reported():
+    def in_place(x):
+        x -= x.max(axis=-1, keepdims=True)
+        e = np.exp(x)
+        return e / e.sum(axis=-1, keepdims=True)
+    result = C.check_softmax(in_place)
+    assert not result.passed and "in place" in result.message
+
+
+def test_softmax_wrong_axis():
+    def columns(x):
+        e = np.exp(x - x.max(axis=0, keepdims=True))
+        return e / e.sum(axis=0, keepdims=True)
+    assert_diagnosis(C.check_softmax(columns), "wrong_axis", "softmax over the wrong axis")
+
+
+def test_softmax_whole_array():
+    def whole(x):
+        e = np.exp(x - np.max(x))
+        return e / np.sum(e)
+    assert_diagnosis(C.check_softmax(whole), "whole_array", "whole array")
+
+
+def test_softmax_no_max_subtraction():
+    def naive(x):
+        e = np.exp(x)
+        return e / e.sum(axis=-1, keepdims=True)
+    assert_diagnosis(C.check_softmax(naive), "no_max_subtraction", "overflow")
+
+
+def test_softmax_global_max():
+    def global_max(x):
+        e = np.exp(x - x.max())
+        return e / e.sum(axis=-1, keepdims=True)
+    assert_diagnosis(C.check_softmax(global_max), "global_max", "maximum of the whole array")
+
+
+def test_softmax_max_without_keepdims():
+    def no_keepdims(x):
+        e = np.exp(x - np.max(x, axis=-1))
+        return e / np.sum(e, axis=-1, keepdims=True)
+    assert_diagnosis(C.check_softmax(no_keepdims), "max_without_keepdims", "keepdims=True")
+
+
+def test_softmax_sum_without_keepdims():
+    def no_keepdims(x):
+        e = np.exp(x - np.max(x, axis=-1, keepdims=True))
+        return e / np.sum(e, axis=-1)
+    assert_diagnosis(C.check_softmax(no_keepdims), "sum_without_keepdims", "keepdims=True")
+
+
+def test_softmax_not_normalised():
+    assert_diagnosis(C.check_softmax(lambda x: np.exp(x - x.max(-1, keepdims=True))), "not_normalised",
+                     "not normalised")
+
+
+def test_softmax_log_softmax():
+    assert_diagnosis(C.check_softmax(lambda x: torch.log_softmax(torch.from_numpy(x), -1).numpy()),
+                     "log_softmax", "log-probabilities")
+
+
+# ------------------------------------------------------------------------------------ dropout
+
+
+def good_dropout(a, p, rng):
+    keep = rng.random(a.shape) >= p
+    return np.where(keep, a / (1 - p), 0.0)
+
+
+def test_dropout_reference_passes():
+    assert C.check_dropout(good_dropout).passed
+
+
+def test_dropout_stub_not_attempted():
+    assert_not_attempted(C.check_dropout(stub))
+
+
+def test_dropout_no_rescale():
+    assert_diagnosis(C.check_dropout(lambda a, p, rng: a * (rng.random(a.shape) >= p)), "no_rescale", "no rescaling")
+
+
+def test_dropout_scaled_by_p():
+    def by_p(a, p, rng):
+        return a * (rng.random(a.shape) >= p) / max(p, 1e-12) if p > 0 else a
+    assert_diagnosis(C.check_dropout(by_p), "scaled_by_p", "divided the kept weights by p")
+
+
+def test_dropout_renormalised():
+    def renorm(a, p, rng):
+        w = a * (rng.random(a.shape) >= p)
+        return w / w.sum(-1, keepdims=True)
+    assert_diagnosis(C.check_dropout(renorm), "renormalised", "only in expectation")
+
+
+def test_dropout_p_as_keep_probability():
+    def keep_prob(a, p, rng):
+        keep = rng.random(a.shape) < p
+        return np.where(keep, a / max(p, 1e-12), 0.0)
+    assert_diagnosis(C.check_dropout(keep_prob), "p_is_keep_probability", "probability of dropping")
+
+
+def test_dropout_one_mask_for_all_rows():
+    def shared(a, p, rng):
+        keep = rng.random(a.shape[-1]) >= p
+        return a * keep / (1 - p)
+    assert_diagnosis(C.check_dropout(shared), "shared_mask", "same entries dropped")
+
+
+def test_dropout_ignoring_rng():
+    def global_rng(a, p, rng):
+        return a * (np.random.random(a.shape) >= p) / (1 - p)
+    assert_diagnosis(C.check_dropout(global_rng), "ignores_rng", "same seed")
+
+
+def test_dropout_reseeding():
+    def reseed(a, p, rng):
+        fresh = np.random.default_rng(0)
+        return a * (fresh.random(a.shape) >= p) / (1 - p)
+    assert_diagnosis(C.check_dropout(reseed), "reseeds", "re-seed")
