@@ -345,10 +345,10 @@ def check_special_share(run, fn):
     cases = _share_cases()
     for case, weights, lengths in cases:
         out = run.call(fn, case, weights, lengths, hint=error_hint)
-        got = run.array(out, case, "the shares", shape=(weights.shape[1],), shape_hint=_share_shape_hint,
+        got = run.array(out, case, "your result", shape=(weights.shape[1],), shape_hint=_share_shape_hint,
                         kind="any", dtype="float64")
         _compare(run, case, got, special_share_reference(weights, lengths), SHARE_MISTAKES, (weights, lengths),
-                 "the shares")
+                 "your result")
     return run.passed(f"All {len(cases)} cases match: [CLS] at key 0 and [SEP] at key `lengths[b] - 1`, every "
                       f"real query counted once, padded queries left out.")
 

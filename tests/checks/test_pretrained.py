@@ -423,6 +423,53 @@ def test_ablated_output_exception_is_one_line_message():
     assert "matrix product" in result.message
 
 
+# ------------------------------------------------------------------------------------ never hang, never raise
+
+
+def endless(*args):
+    while True:
+        pass
+
+
+def test_head_weights_is_given_a_value_not_a_function():
+    assert_diagnosis(C.check_head_weights(np.zeros((2, 5, 5))), "not_a_function", "function")
+
+
+def test_special_share_common_failures():
+    assert_diagnosis(C.check_special_share(endless, timeout=0.3), "time_limit", "longer than")
+    assert_diagnosis(C.check_special_share(lambda w, n: None), "returns_none", "return")
+    assert_diagnosis(C.check_special_share(lambda w, n: [str(x) for x in range(w.shape[1])]), "wrong_type",
+                     "floating-point")
+    assert_diagnosis(C.check_special_share(share_loop(np.ones((1, 2, 3, 3)), [3])), "not_a_function", "function")
+
+    def normalises_in_place(weights, lengths):
+        weights /= weights.sum(-1, keepdims=True)
+        return share_loop(weights, lengths)
+    assert_diagnosis(C.check_special_share(normalises_in_place), "changes_input", "in place")
+
+
+def test_special_share_accepts_a_float64_tensor_and_a_list():
+    assert C.check_special_share(lambda w, n: torch.from_numpy(share_loop(w, n))).passed
+    assert C.check_special_share(lambda w, n: share_loop(w, n).tolist()).passed
+
+
+def test_ablated_output_common_failures():
+    assert_diagnosis(C.check_ablated_output(endless, timeout=0.3), "time_limit", "longer than")
+    assert_diagnosis(C.check_ablated_output(lambda x, p, h, v: None), "returns_none", "return")
+    assert_diagnosis(C.check_ablated_output(lambda x, p, h, v: {"y": x}), "wrong_type", "dict")
+    assert_diagnosis(C.check_ablated_output(lambda x, p, h, v: x[..., :3]), "wrong_shape", "shape")
+    assert_diagnosis(C.check_ablated_output("ablated_output"), "not_a_function", "function")
+
+
+def test_checkers_never_raise_on_odd_returns():
+    odd = [lambda *a: np.array([np.inf]), lambda *a: torch.zeros(2, requires_grad=True), lambda *a: [[1, 2], [3]],
+           lambda *a: 1 / 0, lambda *a: np.array(["a"]), lambda *a: (np.zeros(3), np.zeros(3))]
+    for fn in odd:
+        for check in (C.check_head_weights, C.check_special_share, C.check_ablated_output):
+            result = check(fn)
+            assert result.status == "failed" and "bug in the checker" not in result.message, result
+
+
 # ------------------------------------------------------------------------------------ the real model
 
 
