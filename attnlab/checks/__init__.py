@@ -23,9 +23,9 @@ once it returns. See :mod:`attnlab.checks.limits`.
 
 How to add a checker
 --------------------
-1. Write ``attnlab/checks/<topic>.py`` (one topic, one file) and add ``<topic>`` to
-   :mod:`attnlab.checks.topics`. In it, keep each mistake model next to the explanation it
-   produces::
+1. Write ``attnlab/checks/<topic>.py`` (one topic, one file; :mod:`attnlab.checks.topics`
+   imports every module of the package that is not machinery, so nothing else is edited). In
+   it, keep each mistake model next to the explanation it produces::
 
        MISTAKES: list[Mistake] = []
        model = models(MISTAKES)

@@ -63,7 +63,10 @@ def _as_entries(value, answer: Answer):
     if isinstance(value, (types.GeneratorType, dict, set)) or callable(value):
         return None, f"you gave {kind_of(value)}; give a number or a list of numbers"
     if is_tensor(value):
-        value = tensor_to_numpy(value)
+        try:
+            value = tensor_to_numpy(value)
+        except Exception:   # e.g. the "meta" device holds no values
+            return None, f"could not read the values of a tensor on the device {value.device}"
     try:
         arr = np.asarray(value, dtype=float)
     except (TypeError, ValueError):

@@ -152,6 +152,13 @@ def attention_mask_added(q, k, v, allowed=None):
     return attend(q, k, v, allowed, mask="add")
 
 
+@model("mask_multiplied", "the boolean mask was multiplied into the scores, so a forbidden score becomes 0, not "
+       "-inf, and still gets weight after the softmax. Replace forbidden scores by -inf instead: "
+       "`np.where(allowed, scores, -np.inf)`.")
+def attention_mask_multiplied(q, k, v, allowed=None):
+    return attend(q, k, v, allowed, scores=(q @ swap(k)) * allowed, mask="ignore")
+
+
 EMPTY_ROW_MISTAKES: list[Mistake] = []
 model = models(EMPTY_ROW_MISTAKES)
 

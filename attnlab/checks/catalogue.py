@@ -1,8 +1,8 @@
 """The catalogue of mistakes each checker can name, derived from the registry (never retyped).
 
 ``CATALOGUE`` maps each public checker name to the list of :class:`~.engine.Mistake` it can
-report: the mistakes of its own topic (from models or from properties), then the failures every
-checker reports (time limit, input changed in place, wrong type or shape).
+report about its own task (from models or from properties). ``SHARED`` lists the failures every
+checker reports besides (time limit, input changed in place, wrong type, dtype or shape).
 """
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from . import topics  # noqa: F401  (importing the topics fills the registry)
 from .engine import Mistake
 from .registry import COMMON_MISTAKES, REGISTRY
 
-CATALOGUE: dict[str, list[Mistake]] = {name: entry.mistakes + COMMON_MISTAKES
-                                       for name, entry in sorted(REGISTRY.items())}
+CATALOGUE: dict[str, list[Mistake]] = {name: list(entry.mistakes) for name, entry in sorted(REGISTRY.items())}
+SHARED: list[Mistake] = list(COMMON_MISTAKES)
 
 
 def mistake_names(checker: str) -> list[str]:

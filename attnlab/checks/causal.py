@@ -366,8 +366,9 @@ def leak_test_last_position_only(attn, x):
     return not np.array_equal(attn(x)[:-1], attn(changed)[:-1])
 
 
-@model("fixed_position", "your test checks one split point only (it changes the positions after one fixed t), so a "
-       "leak between two other positions passes unseen. Repeat the test for every t from 0 to T - 2.")
+@model("fixed_position", "your test looks at one or a few fixed positions only (one split point t, or the first "
+       "positions), so a leak between two other positions passes unseen. For every t from 0 to T - 2, change all "
+       "positions after t and compare the rows 0..t.")
 def leak_test_one_split(attn, x):
     changed = x.copy()
     changed[1:] += 1.0

@@ -204,6 +204,8 @@ class Check:
             raise
         except expect as err:
             return err
+        except SystemExit:
+            self.fail(f"On {case}, your function called `exit()` (SystemExit); return a value instead.")
         except RecursionError:
             self.fail(f"On {case}, your function called itself without end (RecursionError): check the case "
                       f"that stops the recursion.")
@@ -247,7 +249,12 @@ class Check:
             self.fail(f"On {case}, {name} is {kind_of(out)}; expected an array of numbers.", "wrong_type")
         original = out
         if is_tensor(out):
-            out = tensor_to_numpy(out)
+            try:
+                out = tensor_to_numpy(out)
+            except Exception as err:   # e.g. a tensor on the "meta" device has no values
+                self.fail(f"On {case}, {name} is a tensor on the device {out.device} whose values cannot be read "
+                          f"({type(err).__name__}: {one_line(err)}); return a tensor on the CPU or the GPU.",
+                          "wrong_type")
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -299,9 +306,12 @@ class Check:
         same = exactly_equal if tol is None else (lambda a, b: close(a, b, tol))
         if same(got, reference):
             return
-        mistake = which_mistake(got, reference, mistakes, args, kwargs, same, pick)
-        if mistake is not None:
-            self.fail(f"On {case}, {name} matches a classic mistake: {mistake.explanation}", mistake.name)
+        found = matching_mistakes(got, reference, mistakes, args, kwargs, same, pick)
+        if len(found) == 1:
+            self.fail(f"On {case}, {name} matches a classic mistake: {found[0].explanation}", found[0].name)
+        if found:      # different mistakes that give the same numbers here: name them all, first one first
+            self.fail(f"On {case}, {name} matches {len(found)} classic mistakes that give the same numbers here. "
+                      + " Or: ".join(m.explanation for m in found), found[0].name)
         text = f"On {case}, {name} differs from the reference: "
         if tol is None:
             text += _first_difference(got, reference)
@@ -327,9 +337,16 @@ def _traced(memory: dict, call, *args):
 
 def which_mistake(got, reference, mistakes, args=(), kwargs=None, same=close, pick=None):
     """The first mistake whose model's output matches ``got`` (and differs from ``reference``)."""
+    found = matching_mistakes(got, reference, mistakes, args, kwargs, same, pick, first_only=True)
+    return found[0] if found else None
+
+
+def matching_mistakes(got, reference, mistakes, args=(), kwargs=None, same=close, pick=None, first_only=False):
+    """Every mistake (one per name, in order) whose model's output matches ``got`` and not ``reference``."""
     kwargs = kwargs or {}
+    found = []
     for mistake in mistakes:
-        if mistake.model is None:
+        if mistake.model is None or any(m.name == mistake.name for m in found):
             continue
         out = run_model(mistake.model, *args, **kwargs)
         if out is not None and pick is not None:
@@ -338,10 +355,12 @@ def which_mistake(got, reference, mistakes, args=(), kwargs=None, same=close, pi
             continue
         try:
             if same(got, out) and not same(out, reference):
-                return mistake
+                found.append(mistake)
+                if first_only:
+                    break
         except (TypeError, ValueError):
             continue
-    return None
+    return found
 
 
 def _first_difference(got, expected) -> str:

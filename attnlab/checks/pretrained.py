@@ -121,8 +121,6 @@ def _compare(run, case, got, expected, mistakes, args, name, rows=None, properti
                  f"{describe_difference(np.where(keep, got, expected), expected)}.")
 
 
-NOT_FLOAT64 = Mistake("not_float64", "the result is float32 (or lower) where the task asks for float64.")
-
 # ------------------------------------------------------------------------------- check: head weights
 
 HEAD_WEIGHT_MISTAKES: list[Mistake] = []
@@ -201,7 +199,6 @@ def head_weights_mask_after_softmax(x, p, h, valid):
 HEAD_WEIGHT_PROPERTIES = [   # found from a property of the weights when no model matches
     Mistake("not_finite", "the weights of a real query contain nan or inf."),
     Mistake("rows_not_normalised", "the weights of a real query do not sum to 1 over the keys."),
-    NOT_FLOAT64,
 ]
 
 
@@ -338,7 +335,7 @@ def _share_shape_hint(shape):
     return None
 
 
-@checker("share of the weight on [CLS] and [SEP]", SHARE_MISTAKES + [NOT_FLOAT64])
+@checker("share of the weight on [CLS] and [SEP]", SHARE_MISTAKES)
 def check_special_share(run, fn):
     """Check ``fn(weights, lengths) -> (H,)``: per head, the weight a real query puts on [CLS] and [SEP]
     together, averaged over every real query of the batch. weights (B, H, T, T) float64, lengths (B,)."""
@@ -424,7 +421,7 @@ def ablation_of_queries(x, p, h, valid):
     return _layer_output(x, dataclasses.replace(p, w_q=w_q, b_q=b_q), valid)
 
 
-@checker("a layer's output with one head switched off", ABLATION_MISTAKES + [NOT_FLOAT64])
+@checker("a layer's output with one head switched off", ABLATION_MISTAKES)
 def check_ablated_output(run, fn):
     """Check ``fn(x, p, h, valid) -> (B, T, d)``: the layer's attention output (before the residual) with head h's
     slice of the concatenated heads set to zero before W_O, as ``attnlab.pretrained.head_gates`` does."""

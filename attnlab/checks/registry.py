@@ -10,6 +10,7 @@ exception inside the checker becomes an "internal error" result, never a traceba
 from __future__ import annotations
 
 import functools
+import inspect
 import traceback
 from dataclasses import dataclass, field
 from typing import Callable
@@ -45,7 +46,10 @@ COMMON_MISTAKES = [
     Mistake("wrong_type", "the function returned a value of the wrong type (e.g. a tensor where a NumPy array "
                           "is asked, or a string)."),
     Mistake("wrong_shape", "the function returned an array of the wrong shape."),
+    Mistake("not_float64", "the function returned float32 (or another lower precision) where float64 is asked."),
     Mistake("not_a_function", "the checker was given a value instead of a function."),
+    Mistake("bad_arguments", "the checker was called with arguments it does not take."),
+    Mistake("checker_bug", "the checker itself failed (a bug of the checker, reported with folded details)."),
 ]
 
 
@@ -61,11 +65,18 @@ def checker(task: str, mistakes=(), *, takes_function: bool = True):
         if not name.startswith("check_") or name in REGISTRY:
             raise ValueError(f"checker name {name!r} must start with 'check_' and be unique")
 
+        signature = inspect.signature(check)
+
         @functools.wraps(check)
         def public(fn, *args, timeout: float | None = None, **kwargs):
             seconds = limit_seconds(timeout)
             if takes_function and not callable(fn):
                 return R.not_a_function(task, fn)
+            try:
+                signature.bind(None, fn, *args, **kwargs)
+            except TypeError as err:
+                return R.failed(task, f"`{name}` was called with arguments it does not take ({err}).",
+                                "bad_arguments")
             try:
                 return check(Check(task, seconds), fn, *args, **kwargs)
             except Stop as stop:

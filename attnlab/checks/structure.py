@@ -39,6 +39,12 @@ def _reads_last_row(x):
     return _attention_probe()(x) + x[-1, :3]
 
 
+def _reads_first_and_last_rows(x):
+    """Self-attention plus the first and last input rows: the reversal (and any permutation that swaps or
+    keeps the two ends) leaves it unchanged, random permutations do not."""
+    return _attention_probe()(x) + (x[0] + x[-1])[:3]
+
+
 def _probes():
     return [
         ("self-attention with shared projections and no positions", _attention_probe(), True),
@@ -49,6 +55,8 @@ def _probes():
         ("self-attention with a positional encoding that starts at position 2 (positions 0 and 1 share one)",
          _attention_probe(positions=lambda p: np.maximum(p - 1, 0).astype(float)), False),
         ("self-attention that adds the last input row to every output", _reads_last_row, False),
+        ("self-attention that adds the first and the last input rows to every output", _reads_first_and_last_rows,
+         False),
         ("sorting the rows by their first feature (invariant, not equivariant)",
          lambda x: x[np.argsort(x[:, 0], kind="stable")], False),
         ("a cumulative sum over positions", lambda x: np.cumsum(x, axis=0), False),
@@ -107,7 +115,7 @@ def check_equivariance_test(run, fn):
     if verdicts == expected:
         return run.passed(f"Your test gives the right verdict on all {len(probes)} probes: equivariant self-attention "
                           f"and MLP; causal attention, positional encodings (one that only differs after position "
-                          f"1), a function that reads the last row, sorting and cumulative sums are not.")
+                          f"1), functions that read the end rows, sorting and cumulative sums are not.")
     for mistake in EQUIVARIANCE_TEST_MISTAKES:
         theirs = [run_model(mistake.model, f, x, np.random.default_rng(100 + i)) for i, (_, f, _) in enumerate(probes)]
         if theirs == verdicts:

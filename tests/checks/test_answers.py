@@ -7,8 +7,12 @@ import math
 
 import numpy as np
 import pytest
+import sympy
+import torch
 
 from attnlab import checks as C
+
+from .support import assert_diagnosis
 
 # ------------------------------------------------------------------------------------ numeric answers
 
@@ -122,3 +126,35 @@ def test_answers_are_not_stored_in_plain_text():
     source = inspect.getsource(answers) + inspect.getsource(answer_table)
     for value in ("3145728", "1048576", "0.1563", "0.4011", "134217728"):
         assert value not in source
+
+
+def test_check_answer_accepts_tensors_that_require_grad_and_sympy_values():
+    assert C.check_answer("scaling.std_unscaled_64", torch.tensor(8.0, requires_grad=True)).passed
+    assert C.check_answer("scaling.std_unscaled_64", sympy.sqrt(64)).passed
+    assert C.check_answer("qkv.transpose_trap", sympy.Matrix([[1, 4], [0, 1]])).passed
+    assert C.check_answer("qkv.transpose_trap", torch.tensor([[1.0, 4.0], [0.0, 1.0]], requires_grad=True)).passed
+    assert_diagnosis(C.check_answer("scaling.std_unscaled_64", "8"), "unreadable", "without quotes")
+    assert_diagnosis(C.check_answer("scaling.nope", 8), "unknown_question", "no question called")
+    assert C.check_answer(42, 8).mistake == "unknown_question"
+
+
+def test_answer_table_is_generated_without_duplicate_hints():
+    """Two hints of one question never share a value (one number, one explanation)."""
+    from attnlab.checks.answer_table import ANSWERS as TABLE
+    for name, answer in TABLE.items():
+        values = [answer.digests] + [w for w, _ in answer.hints]
+        assert len(values) == len(set(values)), name
+    assert C.check_answer("cost.flops_interaction", 2 * 12 * 1024 * 1024 * 64).message.count(
+        "two different slips") == 1
+
+
+@pytest.mark.slow
+def test_answer_table_matches_what_the_solutions_compute():
+    """Regenerates the table by executing every solution page (tools/make_answers.py --check)."""
+    import pathlib
+    import subprocess
+    import sys
+    root = pathlib.Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, str(root / "tools" / "make_answers.py"), "--check"], cwd=root,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr

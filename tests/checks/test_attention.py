@@ -204,3 +204,71 @@ def test_attention_wrong_exception_type_for_an_empty_row():
         return student_attention(q, k, v, allowed)
     result = C.check_attention(asserts)
     assert not result.passed and "AssertionError" in result.message and "raise ValueError" in result.message
+
+
+# ------------------------------------------------------------------------------------ new wrong implementations
+
+
+def test_scores_with_k_dot_T_on_batches():
+    """`k.T` reverses every axis of a batched array: a shape error with the transpose hint."""
+    result = C.check_scores(lambda q, k: q @ k.T)
+    assert not result.passed and "np.swapaxes" in result.message
+
+
+def test_scores_scaled_by_d_k_is_not_raw():
+    result = C.check_scores(lambda q, k: q @ np.swapaxes(k, -1, -2) / q.shape[-1])
+    assert not result.passed and result.status == "failed" and "differs from the reference" in result.message
+
+
+def test_scores_as_float32():
+    assert_diagnosis(C.check_scores(lambda q, k: (q @ np.swapaxes(k, -1, -2)).astype(np.float32)), "not_float64",
+                     "float32")
+
+
+def test_attention_empty_row_uniform_by_design_gets_no_error():
+    """A function that returns something for an empty row that matches no model: told to raise."""
+    def ones_for_empty(q, k, v, allowed=None):
+        out = al.attention(q, k, v, allowed=allowed) if allowed is None or allowed.any(-1).all() else None
+        return np.ones(q.shape[:-1] + (v.shape[-1],)) if out is None else out
+    assert_diagnosis(C.check_attention(ones_for_empty), "empty_row_accepted", "must raise ValueError")
+
+
+def test_sdpa_wrapper_returning_a_tensor_is_refused():
+    def tensor_out(q, k, v, allowed=None):
+        if allowed is not None and not np.broadcast_to(allowed, q.shape[:-1] + (k.shape[-2],)).any(-1).all():
+            raise ValueError("empty row")
+        mask = None if allowed is None else torch.from_numpy(np.asarray(allowed))
+        return F.scaled_dot_product_attention(*(torch.from_numpy(a) for a in (q, k, v)), attn_mask=mask)
+    assert_diagnosis(C.check_attention(tensor_out), "wrong_type", "`.detach().numpy()`")
+
+
+def test_sdpa_wrapper_in_float32_is_refused():
+    def float32(q, k, v, allowed=None):
+        if allowed is not None and not np.broadcast_to(allowed, q.shape[:-1] + (k.shape[-2],)).any(-1).all():
+            raise ValueError("empty row")
+        mask = None if allowed is None else torch.from_numpy(np.asarray(allowed))
+        t = [torch.tensor(a, dtype=torch.float32) for a in (q, k, v)]
+        return F.scaled_dot_product_attention(*t, attn_mask=mask).numpy()
+    assert_diagnosis(C.check_attention(float32), "not_float64", "your result is float32; compute in float64")
+
+
+def test_sdpa_wrapper_with_inverted_polarity():
+    """nn.MultiheadAttention's convention (True = masked) passed to SDPA."""
+    def inverted(q, k, v, allowed=None):
+        if allowed is not None and not np.broadcast_to(allowed, q.shape[:-1] + (k.shape[-2],)).any(-1).all():
+            raise ValueError("empty row")
+        mask = None if allowed is None else torch.from_numpy(~np.asarray(allowed))
+        return F.scaled_dot_product_attention(*(torch.from_numpy(a) for a in (q, k, v)), attn_mask=mask).numpy()
+    assert_diagnosis(C.check_attention(inverted), "mask_inverted", "polarity inverted")
+
+
+def test_attention_with_a_float_mask_multiplied_in():
+    """Multiplying the scores by the mask (forbidden scores become 0, not -inf)."""
+    def multiplied(q, k, v, allowed=None):
+        s = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
+        if allowed is not None:
+            if not np.broadcast_to(allowed, s.shape).any(-1).all():
+                raise ValueError("empty row")
+            s = s * allowed
+        return np_softmax(s) @ v
+    assert_diagnosis(C.check_attention(multiplied), "mask_multiplied", "multiplied into the scores")

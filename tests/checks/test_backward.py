@@ -170,3 +170,58 @@ def test_attention_backward_matmul_error_gets_the_shapes_to_aim_for():
         return a, a, da
     result = C.check_attention_backward(untransposed_v)
     assert not result.passed and "raised ValueError" in result.message and "dA = G V^T is (T, S)" in result.message
+
+
+# ------------------------------------------------------------------------------------ new wrong implementations
+
+
+def test_softmax_backward_as_the_jacobian_diagonal_only():
+    """Only the diagonal of diag(a) - a a^T: a (1 - a) g."""
+    result = C.check_softmax_backward(lambda a, g: a * (1 - a) * g)
+    assert not result.passed and "differs from the reference" in result.message, result
+
+
+def test_softmax_backward_with_the_full_jacobian_transposed_on_batches():
+    """Uses the Jacobian of the first row for every row of a batch."""
+    def first_row_jacobian(a, g):
+        a2 = a.reshape(-1, a.shape[-1])
+        J = np.diag(a2[0]) - np.outer(a2[0], a2[0])
+        return (g.reshape(-1, a.shape[-1]) @ J).reshape(a.shape)
+    result = C.check_softmax_backward(first_row_jacobian)
+    assert not result.passed and "a square 4 x 4 batch of rows" in result.message
+
+
+def test_softmax_backward_in_float32():
+    def float32(a, g):
+        a, g = a.astype(np.float32), g.astype(np.float32)
+        return a * (g - (a * g).sum(-1, keepdims=True))
+    assert_diagnosis(C.check_softmax_backward(float32), "not_float64", "float32")
+
+
+def test_attention_backward_returning_a_list_of_two():
+    result = C.check_attention_backward(lambda q, k, v, g: [q, k])
+    assert_diagnosis(result, "not_a_triple", "(dq, dk, dv)")
+
+
+def test_attention_backward_via_autograd_in_float64_passes():
+    def autograd(q, k, v, g):
+        tq, tk, tv = (torch.from_numpy(a).requires_grad_() for a in (q, k, v))
+        out = torch.softmax(tq @ tk.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1) @ tv
+        out.backward(torch.from_numpy(g))
+        return tq.grad.numpy(), tk.grad.numpy(), tv.grad.numpy()
+    assert C.check_attention_backward(autograd).passed
+
+
+def test_attention_backward_returning_tensors_is_refused():
+    def tensors(q, k, v, g):
+        tq, tk, tv = (torch.from_numpy(a).requires_grad_() for a in (q, k, v))
+        out = torch.softmax(tq @ tk.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1) @ tv
+        out.backward(torch.from_numpy(g))
+        return tq.grad, tk.grad, tv.grad
+    assert_diagnosis(C.check_attention_backward(tensors), "wrong_type", "NumPy array")
+
+
+def test_attention_backward_in_float32():
+    def float32(q, k, v, g):
+        return tuple(x.astype(np.float32) for x in al.grad.attention_backward(q, k, v, g))
+    assert_diagnosis(C.check_attention_backward(float32), "not_float64", "float32")

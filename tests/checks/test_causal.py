@@ -170,3 +170,130 @@ def test_leak_test_that_changes_the_past():
         changed[0] += 1.0
         return not np.array_equal(attn(changed)[1:], attn(x)[1:])
     assert_diagnosis(C.check_leak_test(past), "flags_causal", "correct causal attention")
+
+
+# ------------------------------------------------------------------------------------ new wrong implementations
+
+
+def test_causal_attention_ignoring_dropout():
+    def ignores(query, key, value, query_offset=0, dropout=None):
+        return causal(query, key, value, query_offset)
+    assert_diagnosis(C.check_causal_attention(ignores), "dropout_ignored", "`dropout` argument is ignored")
+
+
+def test_causal_attention_dropout_on_the_output():
+    def on_output(query, key, value, query_offset=0, dropout=None):
+        out, w = causal(query, key, value, query_offset)
+        return (out if dropout is None else dropout(out)), w
+    assert_diagnosis(C.check_causal_attention(on_output), "dropout_on_output", "applied to the output")
+
+
+def test_causal_attention_dropout_on_the_scores():
+    def on_scores(query, key, value, query_offset=0, dropout=None):
+        T, S = query.shape[-2], key.shape[-2]
+        future = torch.arange(S)[None, :] > query_offset + torch.arange(T)[:, None]
+        s = (query @ key.transpose(-2, -1) / math.sqrt(query.shape[-1])).masked_fill(future, float("-inf"))
+        if dropout is not None:
+            s = dropout(s)
+        w = torch.softmax(s, dim=-1)
+        return w @ value, w
+    assert_diagnosis(C.check_causal_attention(on_scores), "dropout_on_scores", "scores before the softmax")
+
+
+def test_causal_attention_returning_the_dropped_weights():
+    """The old reference of this test file: weights = dropout(weights), returned."""
+    def dropped(query, key, value, query_offset=0, dropout=None):
+        _, w = causal(query, key, value, query_offset)
+        if dropout is not None:
+            w = dropout(w)
+        return w @ value, w
+    assert_diagnosis(C.check_causal_attention(dropped), "weights_after_dropout", "before dropout")
+
+
+def test_causal_attention_returning_scores_as_weights():
+    def scores_as_weights(query, key, value, query_offset=0, dropout=None):
+        out, _ = causal(query, key, value, query_offset, dropout)
+        T, S = query.shape[-2], key.shape[-2]
+        future = torch.arange(S)[None, :] > query_offset + torch.arange(T)[:, None]
+        return out, (query @ key.transpose(-2, -1)).masked_fill(future, 0.0)
+    assert_diagnosis(C.check_causal_attention(scores_as_weights), "weights_wrong", "weights you returned differ")
+
+
+def test_causal_attention_with_tiny_future_weights():
+    """Weights filled with -1e4 before a float32 softmax: future weights are tiny, not exactly 0."""
+    def tiny(query, key, value, query_offset=0, dropout=None):
+        T, S = query.shape[-2], key.shape[-2]
+        future = torch.arange(S)[None, :] > query_offset + torch.arange(T)[:, None]
+        s = query @ key.transpose(-2, -1) / math.sqrt(query.shape[-1])
+        w = torch.softmax(s - 30.0 * future, dim=-1)
+        return (w if dropout is None else dropout(w)) @ value, w
+    assert_diagnosis(C.check_causal_attention(tiny), "future_weight", "not exactly 0")
+
+
+def test_causal_attention_returning_only_the_output():
+    def output_only(query, key, value, query_offset=0, dropout=None):
+        return causal(query, key, value, query_offset, dropout)[0]
+    assert_diagnosis(C.check_causal_attention(output_only), "not_a_pair", "return the pair")
+
+
+def test_causal_attention_in_numpy_is_refused():
+    def numpy_out(query, key, value, query_offset=0, dropout=None):
+        out, w = causal(query, key, value, query_offset, dropout)
+        return out.numpy(), w.numpy()
+    assert_diagnosis(C.check_causal_attention(numpy_out), "wrong_type", "must return a `torch.Tensor`")
+
+
+def test_causal_attention_with_requires_grad_and_nn_dropout_in_eval_mode_passes():
+    def grad_tracking(query, key, value, query_offset=0, dropout=None):
+        query = query.clone().requires_grad_()
+        return causal(query, key, value, query_offset, dropout)
+    assert C.check_causal_attention(grad_tracking).passed
+
+
+# ------------------------------------------------------------------------------------ leak test: new wrong tests
+
+
+def test_leak_test_with_one_fixed_split():
+    def one_split(attn, x):
+        changed = x.copy()
+        changed[1:] = -changed[1:]
+        return not np.array_equal(attn(x)[:1], attn(changed)[:1])
+    assert_diagnosis(C.check_leak_test(one_split), "fixed_position", "one split point")
+
+
+def test_leak_test_verdicts_do_not_depend_on_the_run():
+    def one_split(attn, x):
+        changed = x.copy()
+        changed[1:] = -changed[1:]
+        return not np.array_equal(attn(x)[:1], attn(changed)[:1])
+    assert len({str(C.check_leak_test(one_split)) for _ in range(2)}) == 1
+
+
+def test_leak_test_with_a_tiny_perturbation_and_exact_comparison():
+    """A 1e-12 nudge compared with ==: misses the tiny leak, and is not told it uses a tolerance."""
+    def nudged(attn, x):
+        for t in range(len(x) - 1):
+            y = x.copy()
+            y[t + 1:] += 1e-12
+            if (attn(y)[:t + 1] != attn(x)[:t + 1]).any():
+                return True
+        return False
+    assert_diagnosis(C.check_leak_test(nudged), "tiny_perturbation", "tiny amount")
+
+
+def test_leak_test_only_perturbing_position_zero_and_one():
+    """Changes positions 1 and 2 only (for t = 0, 1): the seeded leaks further on pass unseen."""
+    def first_positions(attn, x):
+        for t in (0, 1):
+            y = x.copy()
+            y[t + 1] += 1.0
+            if not np.array_equal(attn(y)[:t + 1], attn(x)[:t + 1]):
+                return True
+        return False
+    assert_diagnosis(C.check_leak_test(first_positions), "fixed_position", "first positions")
+
+
+def test_leak_test_returning_a_number_is_refused():
+    def count(attn, x):
+        return int(good_leak_test(attn, x))
+    assert_diagnosis(C.check_leak_test(count), "not_bool", "return True")

@@ -73,3 +73,43 @@ def test_chunked_average_of_block_softmaxes():
             outs.append(np_softmax(s) @ v[start:start + block_size])
         return sum(outs) / len(outs)
     assert_diagnosis(C.check_chunked_attention(averaged), "average_of_blocks", "averaged the block outputs")
+
+
+# ------------------------------------------------------------------------------------ new wrong implementations
+
+
+def test_chunked_building_the_full_matrix_is_named():
+    def full(q, k, v, block_size):
+        s = q @ k.T / math.sqrt(q.shape[1])                 # the whole T x S matrix
+        return np_softmax(s) @ v
+    assert_diagnosis(C.check_chunked_attention(full), "full_matrix", "whole T x S matrix")
+
+
+def test_chunked_concatenating_block_scores_is_named():
+    def concatenated(q, k, v, block_size):
+        blocks = [q @ k[i:i + block_size].T for i in range(0, k.shape[0], block_size)]
+        s = np.concatenate(blocks, axis=1) / math.sqrt(q.shape[1])
+        return np_softmax(s) @ v
+    assert_diagnosis(C.check_chunked_attention(concatenated), "full_matrix", "more than half")
+
+
+def test_chunked_with_a_running_max_but_no_correction_of_old_blocks():
+    def uncorrected(q, k, v, block_size):
+        return online(q, k, v, block_size, rescale_out=False, rescale_sum=False)
+    assert_diagnosis(C.check_chunked_attention(uncorrected), "no_rescale", "exp(m_old - m_new)")
+
+
+def test_chunked_in_float32_is_refused():
+    assert_diagnosis(C.check_chunked_attention(lambda q, k, v, b: online(q, k, v, b).astype(np.float32)),
+                     "not_float64", "float32")
+
+
+def test_chunked_that_never_finishes_comes_back_with_the_time_limit():
+    def endless(q, k, v, block_size):
+        start = 0
+        while start < k.shape[0]:
+            pass                                           # forgot start += block_size
+        return q
+    result = C.check_chunked_attention(endless, timeout=0.5)
+    assert_diagnosis(result, "time_limit", "ran longer than 0.5 s")
+    assert "condition never becomes false" in result.message

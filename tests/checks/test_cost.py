@@ -5,6 +5,9 @@ not taken from the package's mistake models; each test asserts the diagnosis it 
 """
 
 
+import numpy as np
+import torch
+
 from attnlab import checks as C
 
 from .support import assert_diagnosis, assert_not_attempted, stub
@@ -43,3 +46,48 @@ def test_kv_cache_bytes_one_layer():
 def test_kv_cache_bytes_one_sequence():
     assert_diagnosis(C.check_kv_cache_bytes(lambda b, s, L, H, Hkv, d, n: 2 * s * L * Hkv * d * n), "one_sequence",
                      "batch size")
+
+
+# ------------------------------------------------------------------------------------ new wrong implementations
+
+
+def test_kv_cache_bytes_with_int32_overflow():
+    def int32(b, s, L, H, Hkv, d, n):
+        total = np.int32(2)
+        for factor in np.array([b, s, L, Hkv, d, n], dtype=np.int32):
+            total = total * factor                          # int32 times int32 wraps past 2**31 - 1
+        return int(total)
+    assert_diagnosis(C.check_kv_cache_bytes(int32), "int32_overflow", "32-bit")
+
+
+def test_kv_cache_bytes_with_torch_int32_overflow():
+    def int32(b, s, L, H, Hkv, d, n):
+        total = torch.tensor(2, dtype=torch.int32)
+        for factor in (b, s, L, Hkv, d, n):
+            total = total * factor                          # stays int32 and wraps past 2**31 - 1
+        return int(total)
+    assert_diagnosis(C.check_kv_cache_bytes(int32), "int32_overflow", "2**31")
+
+
+def test_kv_cache_bytes_as_a_string_is_refused():
+    assert_diagnosis(C.check_kv_cache_bytes(lambda b, s, L, H, Hkv, d, n: str(2 * b * s * L * Hkv * d * n)),
+                     "not_an_int", "a str")
+
+
+def test_kv_cache_bytes_as_a_float_is_refused():
+    assert_diagnosis(C.check_kv_cache_bytes(lambda b, s, L, H, Hkv, d, n: 2.0 * b * s * L * Hkv * d * n),
+                     "not_an_int", "the float")
+
+
+def test_kv_cache_bytes_as_a_numpy_int64_passes():
+    assert C.check_kv_cache_bytes(lambda b, s, L, H, Hkv, d, n: np.int64(2) * b * s * L * Hkv * d * n).passed
+
+
+def test_kv_cache_bytes_counting_megabytes():
+    result = C.check_kv_cache_bytes(lambda b, s, L, H, Hkv, d, n: 2 * b * s * L * Hkv * d * n // 2**20)
+    assert not result.passed and "the reference" in result.message, result
+
+
+def test_kv_cache_bytes_with_head_dim_times_heads_of_queries_over_kv():
+    result = C.check_kv_cache_bytes(lambda b, s, L, H, Hkv, d, n: 2 * b * s * L * (H // Hkv) * d * n)
+    assert not result.passed and result.status == "failed", result

@@ -173,3 +173,117 @@ def test_mha_from_torch_missing_scale():
 def test_mha_from_torch_missing_output_projection():
     assert_diagnosis(C.check_mha_from_torch(lambda x, m: mha_by_hand(x, m, out_proj=False)),
                      "no_output_projection", "output projection is missing")
+
+
+# ------------------------------------------------------------------------------------ new wrong implementations
+
+
+def test_mha_from_torch_untransposed_input_projection_only():
+    def in_only(x, mha):
+        d, H = x.shape[-1], mha.num_heads
+        q, k, v = (x @ w + b for w, b in zip(mha.in_proj_weight.chunk(3), mha.in_proj_bias.chunk(3)))   # no .T
+        a = torch.softmax(split(q, H) @ split(k, H).transpose(-2, -1) / math.sqrt(d // H), dim=-1)
+        return merge(a @ split(v, H)) @ mha.out_proj.weight.T + mha.out_proj.bias
+    assert_diagnosis(C.check_mha_from_torch(in_only), "untransposed_in_proj", "input projection")
+
+
+def test_mha_from_torch_untransposed_output_projection_only():
+    assert_diagnosis(C.check_mha_from_torch(_out_untransposed), "untransposed_out_proj", "output projection")
+
+
+def _out_untransposed(x, mha):
+    d, H = x.shape[-1], mha.num_heads
+    q, k, v = (x @ w.T + b for w, b in zip(mha.in_proj_weight.chunk(3), mha.in_proj_bias.chunk(3)))
+    a = torch.softmax(split(q, H) @ split(k, H).transpose(-2, -1) / math.sqrt(d // H), dim=-1)
+    return merge(a @ split(v, H)) @ mha.out_proj.weight + mha.out_proj.bias
+
+
+def test_mha_from_torch_through_the_module_itself_with_grad_passes():
+    """Returning the module's own output (requires grad, not detached) is accepted: no crash on grad."""
+    assert C.check_mha_from_torch(lambda x, mha: mha(x, x, x)[0]).passed
+
+
+def test_mha_from_torch_scaled_by_the_model_width():
+    def by_d(x, mha):
+        d, H = x.shape[-1], mha.num_heads
+        q, k, v = (x @ w.T + b for w, b in zip(mha.in_proj_weight.chunk(3), mha.in_proj_bias.chunk(3)))
+        a = torch.softmax(split(q, H) @ split(k, H).transpose(-2, -1) / math.sqrt(d), dim=-1)
+        return merge(a @ split(v, H)) @ mha.out_proj.weight.T + mha.out_proj.bias
+    result = C.check_mha_from_torch(by_d)
+    assert not result.passed and "differs from the reference" in result.message, result
+
+
+def test_split_heads_returning_numpy_is_refused():
+    assert_diagnosis(C.check_split_heads(lambda x, H: split(x, H).numpy()), "wrong_type", "torch.Tensor")
+
+
+def test_split_heads_through_a_permuted_tensor_passes():
+    def permuted(x, n_heads):
+        B, T, D = x.shape
+        return x.permute(0, 2, 1).reshape(B, n_heads, D // n_heads, T).transpose(-2, -1)
+    assert C.check_split_heads(permuted).passed
+
+
+def test_split_heads_stacking_chunks_without_the_transpose():
+    result = C.check_split_heads(lambda x, n_heads: torch.stack(x.chunk(n_heads, dim=-1), dim=2))
+    assert_diagnosis(result, "wrong_shape", "swap the T and H axes")
+
+
+def test_merge_heads_with_the_wrong_final_shape():
+    result = C.check_merge_heads(lambda x: x.transpose(1, 2))
+    assert_diagnosis(result, "wrong_shape", "expected (2, 3, 20)")
+
+
+def test_kv_head_map_with_float_division():
+    assert_diagnosis(C.check_kv_head_map(lambda H, Hkv: [h / (H // Hkv) for h in range(H)]), "wrong_type",
+                     "`h // r`")
+
+
+def test_kv_head_map_as_strings():
+    assert_diagnosis(C.check_kv_head_map(lambda H, Hkv: [str(h // (H // Hkv)) for h in range(H)]), "wrong_type",
+                     "expected integers")
+
+
+def test_kv_head_map_as_a_generator():
+    assert_diagnosis(C.check_kv_head_map(lambda H, Hkv: (h // (H // Hkv) for h in range(H))), "wrong_type",
+                     "generator")
+
+
+def test_kv_head_map_as_a_tensor_passes():
+    assert C.check_kv_head_map(lambda H, Hkv: torch.arange(H) // (H // Hkv)).passed
+
+
+def test_gqa_with_expand_in_the_wrong_order():
+    """k[:, None] expanded to (B, r, H_kv, ...) and flattened: the tiling order again."""
+    def expanded(q, k, v):
+        B, Hkv, S, d = k.shape
+        r = q.shape[1] // Hkv
+        k2 = k[:, None].expand(B, r, Hkv, S, d).reshape(B, r * Hkv, S, d)
+        v2 = v[:, None].expand(B, r, Hkv, S, v.shape[-1]).reshape(B, r * Hkv, S, v.shape[-1])
+        return torch.softmax(q @ k2.transpose(-2, -1) / math.sqrt(d), dim=-1) @ v2
+    assert_diagnosis(C.check_gqa_attention(expanded), "repeat_not_interleave", "repeat_interleave")
+
+
+def test_gqa_returning_bfloat16_is_compared_and_rejected_only_by_values():
+    result = C.check_gqa_attention(lambda q, k, v: gqa(q, k, v).to(torch.bfloat16))
+    assert not result.passed and "differs from the reference" in result.message
+
+
+def test_gqa_with_sdpa_and_enable_gqa_passes():
+    assert C.check_gqa_attention(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, enable_gqa=True)).passed
+
+
+def test_split_heads_with_unflatten_in_the_wrong_order():
+    def unflattened(x, n_heads):
+        return x.unflatten(-1, (x.shape[-1] // n_heads, n_heads)).permute(0, 3, 1, 2)
+    assert_diagnosis(C.check_split_heads(unflattened), "interleaved", "interleaved")
+
+
+def test_merge_heads_flattening_too_much():
+    assert_diagnosis(C.check_merge_heads(lambda x: x.permute(0, 2, 1, 3).flatten(1)), "wrong_shape",
+                     "expected (2, 3, 20)")
+
+
+def test_merge_heads_with_reshape_minus_one():
+    assert_diagnosis(C.check_merge_heads(lambda x: x.reshape(x.shape[0], x.shape[2], -1)),
+                     "reshape_without_transpose", "mixes positions and heads")

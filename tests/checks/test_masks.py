@@ -140,3 +140,73 @@ def test_document_mask_inverted():
 def test_document_mask_reads_earlier_documents():
     assert_diagnosis(C.check_document_mask(lambda ids: ids[..., :, None] >= ids[..., None, :]),
                      "reads_earlier_documents", "earlier document")
+
+
+# ------------------------------------------------------------------------------------ new wrong implementations
+
+
+def test_padding_mask_with_a_negative_zero_slice():
+    """`mask[b, -(S - L):] = False` blocks every key when L = S (-0 is 0); not "polarity inverted"."""
+    def slicing(lengths, S):
+        mask = np.ones((len(lengths), S), dtype=bool)
+        for b, L in enumerate(lengths):
+            mask[b, -(S - L):] = False
+        return mask[:, None, :]
+    assert_diagnosis(C.check_padding_mask(slicing), "negative_zero_slice", "-0")
+
+
+def test_padding_mask_as_a_list_of_lists_is_refused():
+    def as_lists(lengths, S):
+        return [[[j < L for j in range(S)]] for L in lengths]
+    assert_diagnosis(C.check_padding_mask(as_lists), "wrong_type", "NumPy array")
+
+
+def test_padding_mask_as_a_torch_tensor_is_refused():
+    def as_tensor(lengths, S):
+        return torch.arange(S)[None, None, :] < torch.as_tensor(lengths)[:, None, None]
+    assert_diagnosis(C.check_padding_mask(as_tensor), "wrong_type", "`.detach().numpy()`")
+
+
+def test_causal_mask_built_with_triu_and_k():
+    """np.triu(..., k=offset + 1) marks the forbidden part: True = may read is the complement."""
+    def forbidden(T, S, offset):
+        return np.triu(np.ones((T, S), dtype=bool), k=offset + 1)
+    assert_diagnosis(C.check_causal_mask(forbidden), "inverted", "polarity inverted")
+
+
+def test_causal_mask_with_tril_of_the_wrong_diagonal():
+    def shifted(T, S, offset):
+        return np.tril(np.ones((T, S), dtype=bool), k=offset - 1)
+    assert_diagnosis(C.check_causal_mask(shifted), "excludes_diagonal", "excluding the diagonal")
+
+
+def test_causal_mask_as_float_ones_and_zeros():
+    def floats(T, S, offset):
+        return np.tril(np.ones((T, S)), k=offset)
+    assert_diagnosis(C.check_causal_mask(floats), "not_boolean", "dtype float64")
+
+
+def test_document_mask_comparing_neighbours_only():
+    def neighbours(doc_ids):
+        ids = np.asarray(doc_ids)
+        same = ids[..., :, None] == ids[..., None, :]
+        T = ids.shape[-1]
+        near = np.abs(np.arange(T)[:, None] - np.arange(T)[None, :]) <= 1
+        return same & near
+    result = C.check_document_mask(neighbours)
+    assert not result.passed and "should be True" in result.message, result
+
+
+def test_document_mask_without_the_batch_axis():
+    def flat(doc_ids):
+        ids = np.asarray(doc_ids).reshape(-1)
+        return ids[:, None] == ids[None, :]
+    result = C.check_document_mask(flat)
+    assert_diagnosis(result, "wrong_shape", "has shape (8, 8); expected (2, 4, 4)")
+
+
+def test_document_mask_with_greater_or_equal():
+    def later(doc_ids):
+        ids = np.asarray(doc_ids)
+        return ids[..., :, None] >= ids[..., None, :]
+    assert_diagnosis(C.check_document_mask(later), "reads_earlier_documents", "earlier document")

@@ -162,3 +162,88 @@ def test_dropout_reseeding():
         fresh = np.random.default_rng(0)
         return a * (fresh.random(a.shape) >= p) / (1 - p)
     assert_diagnosis(C.check_dropout(reseed), "reseeds", "re-seed")
+
+
+# ------------------------------------------------------------------------------------ new wrong implementations
+
+
+def test_softmax_subtracting_the_row_minimum_overflows_on_wide_rows():
+    def minimum(x):
+        e = np.exp(x - x.min(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+    assert_diagnosis(C.check_softmax(minimum), "subtracts_min", "minimum")
+
+
+def test_softmax_subtracting_the_row_mean_overflows_on_wide_rows():
+    def mean(x):
+        z = x - np.mean(x, axis=-1, keepdims=True)
+        return np.exp(z) / np.sum(np.exp(z), axis=-1, keepdims=True)
+    assert_diagnosis(C.check_softmax(mean), "subtracts_mean", "mean")
+
+
+def test_softmax_subtracting_the_mean_overflows_in_float32_too():
+    """Rows spanning less than 709 but more than 88: only float32 overflows."""
+    def mean_but_float64_safe(x):
+        z = x - x.mean(axis=-1, keepdims=True)
+        if x.dtype == np.float64:                      # behaves on every float64 case
+            z = x - x.max(axis=-1, keepdims=True)
+        return np.exp(z) / np.exp(z).sum(axis=-1, keepdims=True)
+    assert_diagnosis(C.check_softmax(mean_but_float64_safe), "subtracts_mean", "float32")
+
+
+def test_softmax_float32_torch_is_refused_with_the_dtype_named():
+    def float32_torch(x):
+        return torch.softmax(torch.tensor(x, dtype=torch.float32), dim=-1).numpy()
+    assert_diagnosis(C.check_softmax(float32_torch), "not_float64", "your result is float32; compute in float64")
+
+
+def test_softmax_returning_a_tensor_is_refused():
+    def tensor(x):
+        return torch.softmax(torch.from_numpy(x), dim=-1)
+    assert_diagnosis(C.check_softmax(tensor), "wrong_type", "asks for a NumPy array")
+
+
+def test_softmax_float32_input_may_stay_float32():
+    def stays(x):
+        e = np.exp(x - x.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+    assert C.check_softmax(stays).passed
+
+
+def test_softmax_broadcast_error_gets_the_keepdims_hint_not_the_transpose_hint():
+    def no_keepdims(x):
+        e = np.exp(x - x.max(axis=-1)[..., None])
+        return e / e.sum(axis=-1)                       # (3, 5) / (3,) fails to broadcast
+    result = C.check_softmax(no_keepdims)
+    assert not result.passed and "keepdims=True" in result.message and "transpose" not in result.message
+
+
+# dropout: one decision per row, correlated neighbours, a wrong rate
+
+def test_dropout_dropping_whole_rows():
+    def whole_rows(a, p, rng):
+        keep = rng.random((a.shape[0], 1)) >= p
+        return a * keep / (1 - p)
+    assert_diagnosis(C.check_dropout(whole_rows), "drops_whole_rows", "one decision per row")
+
+
+def test_dropout_in_pairs_of_neighbours():
+    def pairs(a, p, rng):
+        keep = np.repeat(rng.random((a.shape[0], (a.shape[1] + 1) // 2)) >= p, 2, axis=1)[:, :a.shape[1]]
+        return a * keep / (1 - p)
+    assert_diagnosis(C.check_dropout(pairs), "correlated_mask", "neighbouring entries")
+
+
+def test_dropout_with_a_wrong_rate():
+    def half(a, p, rng):
+        keep = rng.random(a.shape) >= p / 2
+        return a * keep / (1 - p)
+    result = C.check_dropout(half)
+    assert not result.passed and result.mistake in ("wrong_rate",), result
+    assert_diagnosis(result, "wrong_rate", "should be zero")
+
+
+def test_dropout_verdict_is_deterministic():
+    def whole_rows(a, p, rng):
+        return a * (rng.random((a.shape[0], 1)) >= p) / (1 - p)
+    assert len({C.check_dropout(whole_rows).message for _ in range(3)}) == 1

@@ -74,3 +74,49 @@ def test_permute_mask_inverse_permutation():
 
 def test_permute_mask_unchanged():
     assert_diagnosis(C.check_permute_mask(lambda m, p: m.copy()), "unchanged", "did not move")
+
+
+# ------------------------------------------------------------------------------------ new wrong implementations
+
+
+def test_equivariance_test_swapping_positions_zero_and_one_only():
+    def swap01(f, x, rng):
+        perm = np.arange(len(x))
+        perm[:2] = perm[1::-1]
+        return bool(np.allclose(f(x[perm]), f(x)[perm]))
+    assert_diagnosis(C.check_equivariance_test(swap01), "fixed_swap", "same permutation")
+
+
+def test_equivariance_test_with_the_reversal_only():
+    """One fixed permutation (the reversal): the probes that break the symmetry elsewhere catch it."""
+    def reversed_only(f, x, rng):
+        return bool(np.allclose(f(x[::-1]), f(x)[::-1]))
+    result = C.check_equivariance_test(reversed_only)
+    assert not result.passed and "should say False" in result.message, result
+
+
+def test_equivariance_test_returning_numpy_bool_passes():
+    def numpy_bool(f, x, rng):
+        return np.all([np.allclose(f(x[p]), f(x)[p]) for p in (rng.permutation(len(x)) for _ in range(5))])
+    assert C.check_equivariance_test(numpy_bool).passed
+
+
+def test_equivariance_test_returning_a_string_is_refused():
+    assert_diagnosis(C.check_equivariance_test(lambda f, x, rng: "True"), "not_bool", "return True or False")
+
+
+def test_permute_mask_returning_integers_is_refused():
+    assert_diagnosis(C.check_permute_mask(lambda allowed, perm: allowed[np.ix_(perm, perm)].astype(int)),
+                     "not_boolean", "boolean")
+
+
+def test_permute_mask_in_place_is_reported():
+    def in_place(allowed, perm):
+        allowed[:] = allowed[np.ix_(perm, perm)]
+        return allowed
+    assert_diagnosis(C.check_permute_mask(in_place), "changes_input", "in place")
+
+
+def test_permute_mask_with_a_transposed_result():
+    result = C.check_permute_mask(lambda allowed, perm: allowed[np.ix_(perm, perm)].T)
+    assert not result.passed and "should be" in result.message, result
