@@ -313,4 +313,12 @@ ANSWERS = {
              'With query 1 the scores are (0, 1), so the weights are not uniform.'),
         ),
     ),
+    'pretrained.max_special_share': Answer(
+        ("the largest share of a head's weight on [CLS] and [SEP] (mean over real queries) among the"
+         ' 72 heads of all-MiniLM-L6-v2 on the four sentences of exercises 9'),
+        (), -4, False,
+        ('cdbb5f6ebba99685',),
+        (
+        ),
+    ),
 }
