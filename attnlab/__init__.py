@@ -2,8 +2,9 @@
 
 The NumPy reference (``softmax``, ``attention``, ``multi_head_attention``) is the oracle;
 ``masks``, ``grad`` and ``exact`` build on it; ``torch_ops`` runs the same semantics in
-PyTorch on any device. ``torch_ops``, ``widgets``, ``checks``, ``plots``, ``memory`` and
-``pretrained`` are imported on first use, so ``import attnlab`` stays fast for NumPy work.
+PyTorch on any device. ``display`` shows exact values with their decimals. ``torch_ops``,
+``widgets``, ``checks``, ``plots``, ``memory``, ``pretrained`` and ``display`` are imported on
+first use, so ``import attnlab`` stays fast for NumPy work.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ __all__ = [
     "masks", "multi_head_attention", "softmax",
 ]
 
-_LAZY = {"torch_ops", "widgets", "checks", "plots", "memory", "pretrained"}
+_LAZY = {"torch_ops", "widgets", "checks", "plots", "memory", "pretrained", "display"}
 
 
 def __getattr__(name):

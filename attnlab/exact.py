@@ -66,3 +66,11 @@ def attention(Q, K, V, allowed=None, scale=None):
             A[i, j] = w
     O = (A * V).applyfunc(sp.simplify)  # (T, d_v)
     return O, A
+
+
+def to_float(M) -> np.ndarray:
+    """A SymPy matrix or expression as a float64 array, evaluated with 30 digits first."""
+    value = sp.Matrix(M) if isinstance(M, (list, tuple)) else sp.sympify(M)
+    if isinstance(value, sp.MatrixBase):
+        return np.array(value.evalf(30).tolist(), dtype=float)
+    return np.array(float(value.evalf(30)))

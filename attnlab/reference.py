@@ -61,11 +61,10 @@ def masked_softmax(scores, allowed=None, live_rows=None) -> np.ndarray:
     queries) get all-zero weights. Every other row must have an allowed
     entry; :func:`check_visibility` makes sure of that beforehand.
     """
-    if allowed is None:
-        allowed = np.ones(scores.shape, bool)
-    allowed = np.broadcast_to(allowed, scores.shape)        # (..., T, S)
+    allowed = np.ones((), bool) if allowed is None else np.asarray(allowed)
     if live_rows is not None:
-        allowed = allowed & live_rows[..., None]            # (..., T, S)
+        allowed = allowed & np.asarray(live_rows)[..., None]   # (..., T, S)
+    scores, allowed = np.broadcast_arrays(scores, allowed)      # (..., T, S)
     has_key = allowed.any(axis=-1, keepdims=True)           # (..., T, 1)
     masked = np.where(allowed, scores, -np.inf)
     row_max = masked.max(axis=-1, keepdims=True)
@@ -107,6 +106,17 @@ def prepare_masks(allowed, query_valid, batch, T, S):
     return allowed, query_valid, target
 
 
+def scaled_dot_product(q, k, v, scale, allowed=None, query_valid=None):
+    """softmax(q k^T * scale) v: scores, softmax over keys, sum of values.
+
+    No checks: `attention` validates the inputs, then calls this.
+    Returns out (..., T, d_v) and weights (..., T, S).
+    """
+    scores = (q @ np.swapaxes(k, -1, -2)) * scale    # (..., T, S)
+    weights = masked_softmax(scores, allowed, query_valid)
+    return weights @ v, weights                      # (..., T, d_v)
+
+
 def attention(q, k, v, allowed=None, query_valid=None, scale=None,
               return_weights=False):
     """Scaled dot-product attention softmax(q k^T * scale) v, with masks.
@@ -115,7 +125,8 @@ def attention(q, k, v, allowed=None, query_valid=None, scale=None,
     allowed: bool, broadcastable to (..., T, S); True = query may read key.
     query_valid: bool, broadcastable to (..., T); False rows (padding
     queries) get zero output and zero weights. A valid query with no
-    allowed key raises EmptyVisibilityError.
+    allowed key raises EmptyVisibilityError. The inputs are checked here;
+    the arithmetic is `scaled_dot_product`.
     """
     q, k, v = _as_float("q", q), _as_float("k", k), _as_float("v", v)
     batch, T, S, d_k, _ = V.qkv_shapes(q.shape, k.shape, v.shape)
@@ -125,22 +136,18 @@ def attention(q, k, v, allowed=None, query_valid=None, scale=None,
     check_visibility(allowed, query_valid, wshape)
 
     with np.errstate(over="ignore", invalid="ignore"):
-        scores = (q @ np.swapaxes(k, -1, -2)) * c       # (..., T, S)
-    _check_scores(scores, q, k)
-    scores = np.broadcast_to(scores, wshape)            # (..., T, S)
-    live = None
-    if query_valid is not None:
-        live = np.broadcast_to(query_valid, wshape[:-1])    # (..., T)
-    weights = masked_softmax(scores, allowed, live)     # (..., T, S)
-    out = weights @ v                                   # (..., T, d_v)
+        out, weights = scaled_dot_product(q, k, v, c, allowed, query_valid)
+    _check_scores(weights, q, k)
+    if weights.shape != wshape:      # v alone carried a batch axis
+        weights = np.broadcast_to(weights, wshape).copy()   # (..., T, S)
     return (out, weights) if return_weights else out
 
 
-def _check_scores(scores, q, k) -> None:
-    """Finite inputs can still overflow in q k^T (float32 above ~1e19)."""
-    if not np.isfinite(scores).all():
+def _check_scores(weights, q, k) -> None:
+    """Finite inputs can still overflow in q k^T (float32 above ~1e19); the weights then hold NaN."""
+    if not np.isfinite(weights).all():
         raise AttentionInputError(
-            f"the scores q k^T * scale overflowed {scores.dtype} (finite "
+            f"the scores q k^T * scale overflowed {weights.dtype} (finite "
             f"inputs, infinite products; largest |q| = {np.abs(q).max():.3g}, "
             f"|k| = {np.abs(k).max():.3g}). Rescale or compute in float64")
 
@@ -233,24 +240,47 @@ def multi_head_attention(
             f"w_o has {w_o.shape[0]} rows but the {H} concatenated heads give {H} * {d_v} = {H * d_v} columns"
         )
 
-    def split(x, heads, width):
-        # (..., T, heads*width) -> (..., heads, T, width)
-        x = x.reshape(x.shape[:-1] + (heads, width))  # (..., T, heads, width)
-        return np.moveaxis(x, -2, -3)  # (..., heads, T, width)
-
-    q = split(x_q @ w_q, H, d_k)  # (..., H, T, d_k)
-    k = split(x_kv @ w_k, H_kv, d_k)  # (..., H_kv, S, d_k)
-    v = split(x_kv @ w_v, H_kv, d_v)  # (..., H_kv, S, d_v)
-    group = H // H_kv
-    k = np.repeat(k, group, axis=-3)  # (..., H, S, d_k): head h reads KV head h // group
-    v = np.repeat(v, group, axis=-3)  # (..., H, S, d_v)
     batch_ndim = max(x_q.ndim, x_kv.ndim) - 2
     allowed = _with_head_axis(allowed, batch_ndim, core=2)  # (..., 1 or H, T, S)
     query_valid = _with_head_axis(query_valid, batch_ndim, core=1)  # (..., 1 or H, T)
-    out, weights = attention(
-        q, k, v, allowed=allowed, query_valid=query_valid, return_weights=True
-    )
-    merged = np.moveaxis(out, -3, -2)  # (..., T, H, d_v)
-    merged = merged.reshape(merged.shape[:-2] + (H * d_v,))  # (..., T, H*d_v)
-    y = merged @ w_o  # (..., T, d_out)
+    batch, T, S, _, _ = V.qkv_shapes(                   # the shapes of the heads' q, k, v
+        x_q.shape[:-2] + (H, x_q.shape[-2], d_k),
+        x_kv.shape[:-2] + (H, x_kv.shape[-2], d_k),
+        x_kv.shape[:-2] + (H, x_kv.shape[-2], d_v))
+    allowed, query_valid, wshape = prepare_masks(allowed, query_valid, batch, T, S)
+    check_visibility(allowed, query_valid, wshape)
+    with np.errstate(over="ignore", invalid="ignore"):
+        y, weights = multi_head(x_q, x_kv, w_q, w_k, w_v, w_o, H, H_kv, allowed, query_valid)
+    _check_scores(weights, x_q, x_kv)
+    if weights.shape != wshape:
+        weights = np.broadcast_to(weights, wshape).copy()   # (..., H, T, S)
     return (y, weights) if return_weights else y
+
+
+def split_heads(x, heads: int):
+    """(..., T, heads*width) -> (..., heads, T, width): each head's columns in their own block."""
+    x = x.reshape(x.shape[:-1] + (heads, x.shape[-1] // heads))  # (..., T, heads, width)
+    return np.moveaxis(x, -2, -3)                                # (..., heads, T, width)
+
+
+def merge_heads(x):
+    """(..., heads, T, width) -> (..., T, heads*width): the heads' outputs side by side."""
+    x = np.moveaxis(x, -3, -2)                         # (..., T, heads, width)
+    return x.reshape(x.shape[:-2] + (-1,))             # (..., T, heads*width)
+
+
+def multi_head(x_q, x_kv, w_q, w_k, w_v, w_o, n_heads, n_kv_heads, allowed=None, query_valid=None):
+    """Multi-head attention: project, split heads, attend, merge, project.
+
+    No checks: `multi_head_attention` validates the inputs, then calls
+    this. Query head h reads KV head h // (n_heads // n_kv_heads).
+    Returns y (..., T, d_out) and weights (..., H, T, S).
+    """
+    q = split_heads(x_q @ w_q, n_heads)                # (..., H, T, d_k)
+    k = split_heads(x_kv @ w_k, n_kv_heads)            # (..., H_kv, S, d_k)
+    v = split_heads(x_kv @ w_v, n_kv_heads)            # (..., H_kv, S, d_v)
+    group = n_heads // n_kv_heads
+    k = np.repeat(k, group, axis=-3)                   # (..., H, S, d_k): head h reads KV head h // group
+    v = np.repeat(v, group, axis=-3)                   # (..., H, S, d_v)
+    out, weights = scaled_dot_product(q, k, v, 1 / np.sqrt(q.shape[-1]), allowed, query_valid)
+    return merge_heads(out) @ w_o, weights             # (..., T, d_out), (..., H, T, S)

@@ -185,3 +185,17 @@ def test_mean_pool_matches_sentence_transformers(loaded):
     ref = st.SentenceTransformer(str(pt.model_dir()), device="cpu").encode(SENTENCES, convert_to_tensor=True)
     ours = torch.nn.functional.normalize(pt.sentence_embedding(model, batch), dim=-1)
     torch.testing.assert_close(ours, ref.cpu(), atol=1e-5, rtol=0)
+
+
+def test_key_bias_gets_no_gradient_so_training_cannot_identify_it(loaded):
+    """Chapter 9's claim about b_K: autograd on the model itself gives a zero gradient (float64 rounding)
+    for every layer's key bias, and a clearly non-zero one for the query bias."""
+    _, model, batch = loaded
+    m64 = copy.deepcopy(model).double().eval()
+    out = m64(**batch).last_hidden_state                                  # (B, T, d)
+    probe = torch.randn(out.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    (out * probe).sum().backward()
+    for layer in m64.encoder.layer:
+        g_k, g_q = layer.attention.self.key.bias.grad, layer.attention.self.query.bias.grad
+        assert g_q.norm() > 1e-3
+        assert g_k.norm() < 1e-12 * g_q.norm() + 1e-13

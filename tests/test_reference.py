@@ -126,3 +126,60 @@ def test_kv_head_for_is_floor_division():
     assert [al.kv_head_for(h, 8, 2) for h in range(8)] == [0, 0, 0, 0, 1, 1, 1, 1]
     assert [al.kv_head_for(h, 4, 4) for h in range(4)] == [0, 1, 2, 3]
     assert {al.kv_head_for(h, 6, 1) for h in range(6)} == {0}
+
+
+def test_scaled_dot_product_is_the_three_lines_of_chapter_1():
+    """The unchecked maths against SDPA, and the public function returns exactly what it computes."""
+    from attnlab.reference import scaled_dot_product
+
+    q, k, v = rng.normal(size=(2, 4, 3)), rng.normal(size=(2, 6, 3)), rng.normal(size=(2, 6, 5))
+    out, w = scaled_dot_product(q, k, v, scale=1 / np.sqrt(3))
+    np.testing.assert_allclose(out, sdpa(q, k, v), atol=1e-12)
+    np.testing.assert_allclose(w, torch.softmax(torch.from_numpy(q @ k.transpose(0, 2, 1) / np.sqrt(3)), -1).numpy(),
+                               atol=1e-15)
+    allowed = al.masks.causal(4, 6)
+    out_m, w_m = scaled_dot_product(q, k, v, 0.5, allowed=allowed)
+    np.testing.assert_allclose(out_m, sdpa(q, k, v, allowed, scale=0.5), atol=1e-12)
+    pub_out, pub_w = al.attention(q, k, v, allowed=allowed, scale=0.5, return_weights=True)
+    np.testing.assert_array_equal(pub_out, out_m)
+    np.testing.assert_array_equal(pub_w, w_m)
+
+
+def test_weights_broadcast_when_only_v_has_a_batch_axis():
+    q, k, v = rng.normal(size=(4, 3)), rng.normal(size=(6, 3)), rng.normal(size=(2, 6, 5))
+    out, w = al.attention(q, k, v, return_weights=True)
+    assert out.shape == (2, 4, 5) and w.shape == (2, 4, 6)
+    w.flags.writeable = True                       # a real array, not a read-only view
+    np.testing.assert_allclose(out, sdpa(np.broadcast_to(q, (2, 4, 3)), np.broadcast_to(k, (2, 6, 3)), v),
+                               atol=1e-12)
+
+
+def test_multi_head_maths_matches_the_public_function_and_torch():
+    """reference.multi_head (no checks) and the validated multi_head_attention agree with nn.MultiheadAttention."""
+    from attnlab.reference import merge_heads, multi_head, split_heads
+
+    d, H, T = 8, 2, 5
+    mha = torch.nn.MultiheadAttention(d, H, bias=False, batch_first=True, dtype=torch.float64)
+    x = torch.randn(1, T, d, dtype=torch.float64)
+    want, _ = mha(x, x, x, need_weights=False)
+    w_q, w_k, w_v = (w.T.detach().numpy() for w in mha.in_proj_weight.chunk(3))
+    w_o = mha.out_proj.weight.T.detach().numpy()
+    xn = x[0].numpy()
+    y, w = multi_head(xn, xn, w_q, w_k, w_v, w_o, H, H)
+    np.testing.assert_allclose(y, want[0].detach().numpy(), atol=1e-12)
+    y_pub, w_pub = al.multi_head_attention(xn, xn, w_q, w_k, w_v, w_o, n_heads=H, return_weights=True)
+    np.testing.assert_array_equal(y_pub, y)
+    np.testing.assert_array_equal(w_pub, w)
+    z = rng.normal(size=(3, T, H * 4))
+    assert split_heads(z, H).shape == (3, H, T, 4)
+    np.testing.assert_array_equal(split_heads(z, H)[:, 1], z[..., 4:])    # head 1 = second column block
+    np.testing.assert_array_equal(merge_heads(split_heads(z, H)), z)
+
+
+def test_overflowing_scores_still_raise_after_the_split():
+    q = np.full((2, 3), 1e20, dtype=np.float32)
+    with pytest.raises(al.AttentionInputError, match="overflowed"):
+        al.attention(q, q, q)
+    with pytest.raises(al.AttentionInputError, match="overflowed"):
+        al.multi_head_attention(q, q, np.eye(3, dtype=np.float32), np.eye(3, dtype=np.float32),
+                                np.eye(3, dtype=np.float32), np.eye(3, dtype=np.float32), n_heads=1)

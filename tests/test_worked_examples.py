@@ -15,15 +15,12 @@ import torch
 import torch.nn.functional as F
 
 import attnlab as al
+from attnlab.exact import to_float
 
 R = sp.Rational
 c = 1 / sp.sqrt(2)
 E = sp.exp(c)          # e^c, the recurring constant of the causal example
 ATOL = 1e-13
-
-
-def f64(M) -> np.ndarray:
-    return np.array(sp.Matrix(M).evalf(30).tolist(), dtype=float)
 
 
 def assert_exact_equal(got, want):
@@ -37,16 +34,16 @@ def check_all_paths(Q, K, V, A_want, O_want, allowed=None, scale=None):
     assert_exact_equal(A_ex, A_want)
     assert_exact_equal(O_ex, O_want)
 
-    q, k, v = f64(Q), f64(K), f64(V)
+    q, k, v = to_float(Q), to_float(K), to_float(V)
     s = None if scale is None else float(scale)
     o_np, a_np = al.attention(q, k, v, allowed=allowed, scale=s, return_weights=True)
-    np.testing.assert_allclose(a_np, f64(A_want), rtol=0, atol=ATOL)
-    np.testing.assert_allclose(o_np, f64(O_want), rtol=0, atol=ATOL)
+    np.testing.assert_allclose(a_np, to_float(A_want), rtol=0, atol=ATOL)
+    np.testing.assert_allclose(o_np, to_float(O_want), rtol=0, atol=ATOL)
 
     mask = None if allowed is None else torch.from_numpy(np.array(allowed))
     o_t = F.scaled_dot_product_attention(*(torch.from_numpy(m) for m in (q, k, v)),
                                          attn_mask=mask, scale=s)
-    np.testing.assert_allclose(o_t.numpy(), f64(O_want), rtol=0, atol=ATOL)
+    np.testing.assert_allclose(o_t.numpy(), to_float(O_want), rtol=0, atol=ATOL)
 
 
 # --- four tokens, d_k = 2 (no mask) -------------------------------------------------------
@@ -70,16 +67,16 @@ def test_four_token_example():
 
 
 def test_four_token_source_decimals():
-    U = f64(Q4 * Q4.T / sp.sqrt(2))
+    U = to_float(Q4 * Q4.T / sp.sqrt(2))
     printed_step2 = [[1.41, 0.71, 0.71, 0.71], [0.71, 0.71, 0.00, 0.35],
                      [0.71, 0.00, 0.71, 0.35], [0.71, 0.35, 0.35, 0.35]]
     assert np.array_equal(np.round(U, 2), printed_step2)
-    A = f64(four_token_weights())
+    A = to_float(four_token_weights())
     assert np.array_equal(np.round(A[0], 2), [0.40, 0.20, 0.20, 0.20])
-    o0 = f64(four_token_weights() * V4)[0]
+    o0 = to_float(four_token_weights() * V4)[0]
     assert np.array_equal(np.round(o0, 2), [0.70, 0.50])
     # the source multiplies rounded weights: exactly (0.70, 0.50), but not the exact output
-    from_rounded = np.array([0.40, 0.20, 0.20, 0.20]) @ f64(V4)
+    from_rounded = np.array([0.40, 0.20, 0.20, 0.20]) @ to_float(V4)
     np.testing.assert_allclose(from_rounded, [0.70, 0.50], atol=1e-15)
     assert np.abs(from_rounded - o0).max() > 1e-3
 
@@ -92,11 +89,11 @@ def test_padding_logits_example():
     p = 1 / (1 + sp.exp(-R(5, 2)))                    # e^3 / (e^3 + e^(1/2))
     A = sp.Matrix([[p, 1 - p, 0, 0]])
     check_all_paths(sp.Matrix([[1]]), logits, sp.eye(4), A, A, allowed=keep, scale=1)
-    assert np.array_equal(np.round(f64(A)[0], 2), [0.92, 0.08, 0.0, 0.0])
+    assert np.array_equal(np.round(to_float(A)[0], 2), [0.92, 0.08, 0.0, 0.0])
     # the masked_fill(-inf) idiom gives the same weights
     scores = torch.tensor([[3.0, 0.5, -1.0, 2.0]], dtype=torch.float64)
     filled = torch.softmax(scores.masked_fill(torch.from_numpy(~keep), float("-inf")), -1)
-    np.testing.assert_allclose(filled.numpy(), f64(A), rtol=0, atol=ATOL)
+    np.testing.assert_allclose(filled.numpy(), to_float(A), rtol=0, atol=ATOL)
 
 
 # --- two positions, a = sqrt(2) ln 3 ------------------------------------------------------
@@ -112,16 +109,16 @@ def test_two_position_example():
     O_ex, A_ex = al.exact.attention(Q2, K2, V2)
     assert A_ex == A2 and O_ex == O2                   # exact rationals, no simplify needed
     assert O_ex[0, 0] + 2 * O_ex[1, 1] == R(15, 2)     # the probe loss J
-    o = al.attention(f64(Q2), f64(K2), f64(V2))
+    o = al.attention(to_float(Q2), to_float(K2), to_float(V2))
     np.testing.assert_allclose(o[0, 0] + 2 * o[1, 1], 7.5, rtol=0, atol=ATOL)
 
 
 def test_two_position_convex_bounds_catch_classic_slips():
-    Vf = f64(V2)
+    Vf = to_float(V2)
     lo, hi = Vf.min(axis=0), Vf.max(axis=0)
     inside = lambda O: bool(np.all((O >= lo - 1e-12) & (O <= hi + 1e-12)))
-    assert inside(al.attention(f64(Q2), f64(K2), Vf))
-    U = f64(Q2 * K2.T / sp.sqrt(2))
+    assert inside(al.attention(to_float(Q2), to_float(K2), Vf))
+    U = to_float(Q2 * K2.T / sp.sqrt(2))
     assert not inside(np.exp(U) @ Vf)      # forgot to normalise
     assert not inside(U @ Vf)              # scores used as weights
 
@@ -138,21 +135,21 @@ A3 = sp.Matrix([[1, 0, 0],
 def test_three_token_causal_example():
     assert V3 == sp.Matrix([[1, 0], [0, 2], [1, 2]])
     check_all_paths(X3, X3, V3, A3, A3 * V3, allowed=al.masks.causal(3))
-    q = torch.from_numpy(f64(X3))
-    o = F.scaled_dot_product_attention(q, q, torch.from_numpy(f64(V3)), is_causal=True)
-    np.testing.assert_allclose(o.numpy(), f64(A3 * V3), rtol=0, atol=ATOL)
+    q = torch.from_numpy(to_float(X3))
+    o = F.scaled_dot_product_attention(q, q, torch.from_numpy(to_float(V3)), is_causal=True)
+    np.testing.assert_allclose(o.numpy(), to_float(A3 * V3), rtol=0, atol=ATOL)
 
 
 def test_three_token_source_decimals():
     assert round(float(c), 6) == 0.707107
-    assert np.array_equal(np.round(f64(A3), 6),
+    assert np.array_equal(np.round(to_float(A3), 6),
                           [[1, 0, 0], [0.330238, 0.669762, 0], [0.248255, 0.248255, 0.503490]])
-    assert np.array_equal(np.round(f64(A3 * V3), 6),
+    assert np.array_equal(np.round(to_float(A3 * V3), 6),
                           [[1, 0], [0.330238, 1.339523], [0.751745, 1.503490]])
 
 
 def test_three_token_x_instead_of_v_halves_second_coordinate():
-    wrong, right = f64(A3 * X3), f64(A3 * V3)
+    wrong, right = to_float(A3 * X3), to_float(A3 * V3)
     np.testing.assert_allclose(2 * wrong[:, 1], right[:, 1], rtol=0, atol=ATOL)
     np.testing.assert_allclose(wrong[:, 0], right[:, 0], rtol=0, atol=ATOL)
 
@@ -162,7 +159,7 @@ def test_three_token_gradient_preview():
     d21 = float(alpha * (1 - alpha))
     g = float(alpha * (1 - alpha) / sp.sqrt(2))
     assert round(d21, 6) == 0.221181 and round(g, 6) == 0.156399 and round(g, 7) == 0.1563986
-    q, k, v = (torch.from_numpy(f64(M)).requires_grad_() for M in (X3, X3, V3))
+    q, k, v = (torch.from_numpy(to_float(M)).requires_grad_() for M in (X3, X3, V3))
     o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
     o[1, 0].backward()
     np.testing.assert_allclose(q.grad[1].numpy(), [g, -g], rtol=0, atol=1e-15)
@@ -172,7 +169,7 @@ def test_three_token_gradient_preview():
 @pytest.mark.parametrize("seed", range(5))
 def test_future_perturbation_is_bit_identical_under_causal_mask(seed):
     rng = np.random.default_rng(seed)
-    X = f64(X3)
+    X = to_float(X3)
     X_new = X.copy()
     X_new[2] = rng.normal(scale=3.0, size=2)
     W_v = np.diag([1.0, 2.0])
@@ -241,15 +238,15 @@ def test_exercise_unmasked_row_then_zero_value():
     assert_exact_equal(O_z[0, :], sp.Matrix([[r, 2 * s]]))
     assert_exact_equal(O_ex[0, :] - O_z[0, :], r * V3[2, :])
     for V_, row in [(V3, [2 * r, 2 * s + 2 * r]), (V_zero, [r, 2 * s])]:
-        o = al.attention(f64(X3), f64(X3), f64(V_))
-        np.testing.assert_allclose(o[0], f64(sp.Matrix([row]))[0], rtol=0, atol=ATOL)
-        t = lambda M: torch.from_numpy(f64(M))
+        o = al.attention(to_float(X3), to_float(X3), to_float(V_))
+        np.testing.assert_allclose(o[0], to_float(sp.Matrix([row]))[0], rtol=0, atol=ATOL)
+        t = lambda M: torch.from_numpy(to_float(M))
         o_t = F.scaled_dot_product_attention(t(X3), t(X3), t(V_))
-        np.testing.assert_allclose(o_t[0].numpy(), f64(sp.Matrix([row]))[0], rtol=0, atol=ATOL)
-    assert np.array_equal(np.round(f64(sp.Matrix([[r, s, r]]))[0], 6), [0.401112, 0.197776, 0.401112])
-    assert np.array_equal(np.round(f64(sp.Matrix([[2 * r, 2 * s + 2 * r]]))[0], 6),
+        np.testing.assert_allclose(o_t[0].numpy(), to_float(sp.Matrix([row]))[0], rtol=0, atol=ATOL)
+    assert np.array_equal(np.round(to_float(sp.Matrix([[r, s, r]]))[0], 6), [0.401112, 0.197776, 0.401112])
+    assert np.array_equal(np.round(to_float(sp.Matrix([[2 * r, 2 * s + 2 * r]]))[0], 6),
                           [0.802224, 1.197776])
-    assert np.array_equal(np.round(f64(sp.Matrix([[r, 2 * s]]))[0], 6), [0.401112, 0.395552])
+    assert np.array_equal(np.round(to_float(sp.Matrix([[r, 2 * s]]))[0], 6), [0.401112, 0.395552])
 
 
 def test_exercise_zeroing_the_input_changes_the_weights():

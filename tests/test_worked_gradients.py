@@ -8,16 +8,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import attnlab as al
+from attnlab.exact import to_float
 
 R = sp.Rational
 LN3 = sp.log(3)
 
 
 # ---------------------------------------------------------------- helpers
-
-def to_np(M):
-    return np.array(sp.Matrix(M).evalf(), dtype=float)
-
 
 def sym_softmax_rows(U, allowed=None):
     """Row softmax of a SymPy matrix, written out with exp (forbidden entries get 0)."""
@@ -97,10 +94,10 @@ def test_003_dQ_dK_dV_exact_vs_attnlab_and_autograd():
     dK = sym_grad(lambda M: probe3(Q, M, V), K, "k")
     dV = sym_grad(lambda M: probe3(Q, K, M), V, "v")
     assert is_zero(dQ - EXP_DQ) and is_zero(dK - EXP_DK) and is_zero(dV - EXP_DV)
-    args = [to_np(Q), to_np(K), to_np(V), to_np(G3)]
+    args = [to_float(Q), to_float(K), to_float(V), to_float(G3)]
     for got in (al.grad.attention_backward(*args), torch_grads(*args)):
         for g, e in zip(got, (EXP_DQ, EXP_DK, EXP_DV)):
-            np.testing.assert_allclose(g, to_np(e), atol=1e-13)
+            np.testing.assert_allclose(g, to_float(e), atol=1e-13)
 
 
 def test_003_dW_and_dX_exact_vs_chain_and_autograd():
@@ -115,39 +112,39 @@ def test_003_dW_and_dX_exact_vs_chain_and_autograd():
     assert is_zero(dWQ - EXP_DQ) and is_zero(dWK - EXP_DK) and is_zero(dWV - EXP_DV)
     assert is_zero(dX - EXP_DX)
 
-    Xn, WQn, WKn, WVn, Gn = map(to_np, (X3, WQ3, WK3, WV3, G3))
+    Xn, WQn, WKn, WVn, Gn = map(to_float, (X3, WQ3, WK3, WV3, G3))
     dq, dk, dv = al.grad.attention_backward(Xn @ WQn, Xn @ WKn, Xn @ WVn, Gn)
-    np.testing.assert_allclose(Xn.T @ dq, to_np(dWQ), atol=1e-13)
-    np.testing.assert_allclose(Xn.T @ dk, to_np(dWK), atol=1e-13)
-    np.testing.assert_allclose(Xn.T @ dv, to_np(dWV), atol=1e-13)
-    np.testing.assert_allclose(dq @ WQn.T + dk @ WKn.T + dv @ WVn.T, to_np(dX), atol=1e-13)
+    np.testing.assert_allclose(Xn.T @ dq, to_float(dWQ), atol=1e-13)
+    np.testing.assert_allclose(Xn.T @ dk, to_float(dWK), atol=1e-13)
+    np.testing.assert_allclose(Xn.T @ dv, to_float(dWV), atol=1e-13)
+    np.testing.assert_allclose(dq @ WQn.T + dk @ WKn.T + dv @ WVn.T, to_float(dX), atol=1e-13)
 
     t = [torch.tensor(m, requires_grad=True) for m in (Xn, WQn, WKn, WVn)]
     out = F.scaled_dot_product_attention(t[0] @ t[1], t[0] @ t[2], t[0] @ t[3])
     (out * torch.tensor(Gn)).sum().backward()
     for tensor, exp in zip(t, (dX, dWQ, dWK, dWV)):
-        np.testing.assert_allclose(tensor.grad.numpy(), to_np(exp), atol=1e-13)
+        np.testing.assert_allclose(tensor.grad.numpy(), to_float(exp), atol=1e-13)
 
 
 @pytest.mark.parametrize("h", [1e-5, 1e-6])
 def test_003_central_differences_two_step_sizes(h):
-    Qn, Kn, Vn, Gn = to_np(X3 * WQ3), to_np(X3 * WK3), to_np(X3 * WV3), to_np(G3)
+    Qn, Kn, Vn, Gn = to_float(X3 * WQ3), to_float(X3 * WK3), to_float(X3 * WV3), to_float(G3)
     J = lambda Q, K, V: float((Gn * al.attention(Q, K, V)).sum())
     fd = [al.grad.numerical_gradient(lambda x: J(x, Kn, Vn), Qn, eps=h),
           al.grad.numerical_gradient(lambda x: J(Qn, x, Vn), Kn, eps=h),
           al.grad.numerical_gradient(lambda x: J(Qn, Kn, x), Vn, eps=h)]
     for f, e in zip(fd, (EXP_DQ, EXP_DK, EXP_DV)):
-        np.testing.assert_allclose(f, to_np(e), atol=1e-7)       # source 003's threshold
-    WQn, WKn, WVn, Xn = to_np(WQ3), to_np(WK3), to_np(WV3), to_np(X3)
+        np.testing.assert_allclose(f, to_float(e), atol=1e-7)       # source 003's threshold
+    WQn, WKn, WVn, Xn = to_float(WQ3), to_float(WK3), to_float(WV3), to_float(X3)
     fdx = al.grad.numerical_gradient(lambda x: J(x @ WQn, x @ WKn, x @ WVn), Xn, eps=h)
-    np.testing.assert_allclose(fdx, to_np(EXP_DX), atol=1e-7)
+    np.testing.assert_allclose(fdx, to_float(EXP_DX), atol=1e-7)
 
 
 def test_overwriting_a_branch_of_dX_is_caught():
-    Xn, WQn, WKn, WVn, Gn = map(to_np, (X3, WQ3, WK3, WV3, G3))
+    Xn, WQn, WKn, WVn, Gn = map(to_float, (X3, WQ3, WK3, WV3, G3))
     dq, dk, dv = al.grad.attention_backward(Xn @ WQn, Xn @ WKn, Xn @ WVn, Gn)
     only_value = dv @ WVn.T
-    assert np.abs(only_value - to_np(EXP_DX)).max() > 0.5
+    assert np.abs(only_value - to_float(EXP_DX)).max() > 0.5
 
 
 def test_identical_keys_dQ_zero_dK_nonzero():
@@ -162,17 +159,17 @@ def test_identical_keys_dQ_zero_dK_nonzero():
     exp_dS = sp.Matrix([[R(1, 2), -R(1, 2)], [-2, 2]])      # row means of dA: 1 and 4
     assert dQ == sp.zeros(2, 2)
     assert is_zero(dK - LN3 * exp_dS.T) and not is_zero(dK)
-    args = [to_np(Q), to_np(K), to_np(V), to_np(G3)]
+    args = [to_float(Q), to_float(K), to_float(V), to_float(G3)]
     for dq, dk, _ in (al.grad.attention_backward(*args), torch_grads(*args)):
         np.testing.assert_allclose(dq, 0, atol=1e-14)
-        np.testing.assert_allclose(dk, to_np(dK), atol=1e-13)
+        np.testing.assert_allclose(dk, to_float(dK), atol=1e-13)
 
 
 def test_asymmetric_pair_catches_a_transposed_dQ():
     Q = np.array([[1.0, 2.0], [0.0, 1.0]])
     K = np.array([[1.0, 0.0], [2.0, 1.0]])
     assert (Q @ K.T).tolist() == [[1, 4], [0, 1]] and (Q @ K).tolist() == [[5, 2], [2, 1]]
-    V, G = to_np(X3 * WV3), to_np(G3)
+    V, G = to_float(X3 * WV3), to_float(G3)
     dq = al.grad.attention_backward(Q, K, V, G)[0]
     np.testing.assert_allclose(dq, torch_grads(Q, K, V, G)[0], atol=1e-13)
     _, A = al.attention(Q, K, V, return_weights=True)
@@ -206,10 +203,10 @@ def test_000_second_query_D21_and_gradients():
 
     G = np.zeros((3, 2))
     G[1, 0] = 1
-    args = [to_np(Q), to_np(K), to_np(V), G]
+    args = [to_float(Q), to_float(K), to_float(V), G]
     for dq, dk, dv in (al.grad.attention_backward(*args, allowed=causal), torch_grads(*args, allowed=causal)):
-        np.testing.assert_allclose(dq, to_np(dQ), atol=1e-13)
-        np.testing.assert_allclose(dk, to_np(dK), atol=1e-13)
+        np.testing.assert_allclose(dq, to_float(dQ), atol=1e-13)
+        np.testing.assert_allclose(dk, to_float(dK), atol=1e-13)
         np.testing.assert_allclose(dv[:, 0], [float(alpha), 1 - float(alpha), 0], atol=1e-13)
 
 
@@ -244,7 +241,7 @@ def test_softmax_jacobian_matches_sympy_for_symbolic_3_vector():
     for point in ([0.3, -1.2, 2.0], [0.0, 0.0, 0.0], [5.0, -3.0, 1.0]):
         sub = dict(zip(u, point))
         a_num = np.array([float(x.subs(sub)) for x in a])
-        np.testing.assert_allclose(al.grad.softmax_jacobian(a_num), to_np(J.subs(sub)), atol=1e-14)
+        np.testing.assert_allclose(al.grad.softmax_jacobian(a_num), to_float(J.subs(sub)), atol=1e-14)
 
 
 def test_two_position_jacobian_vjp_is_a_one_minus_a_times_u_minus_v():
@@ -338,13 +335,13 @@ def test_dropout_backward_reuses_the_forward_mask():
 
 
 def test_saturated_example_lets_a_wrong_gradient_pass():
-    Kn, Vn, Gn = to_np(X3 * WK3), to_np(X3 * WV3), to_np(G3)
+    Kn, Vn, Gn = to_float(X3 * WK3), to_float(X3 * WV3), to_float(G3)
     J = lambda Q, K: float((Gn * al.attention(Q, K, Vn)).sum())
 
     def check(Q, sign):
         dq = sign * al.grad.attention_backward(Q, Kn, Vn, Gn)[0]
         return np.allclose(dq, al.grad.numerical_gradient(lambda x: J(x, Kn), Q), rtol=1e-5, atol=1e-8)
 
-    unsaturated, saturated = to_np(X3 * WQ3), 40 * np.sqrt(2) * np.eye(2)
+    unsaturated, saturated = to_float(X3 * WQ3), 40 * np.sqrt(2) * np.eye(2)
     assert check(unsaturated, +1) and not check(unsaturated, -1)
     assert check(saturated, +1) and check(saturated, -1)      # the flipped sign passes

@@ -1,0 +1,43 @@
+"""attnlab.display and attnlab.exact.to_float: the helpers every chapter uses to show exact values."""
+import numpy as np
+import pytest
+import sympy as sp
+
+import attnlab as al
+from attnlab.display import latex_with_decimals, show
+from attnlab.exact import to_float
+
+
+def test_to_float_evaluates_closed_forms():
+    c = 1 / sp.sqrt(2)
+    M = sp.Matrix([[sp.exp(c) / (sp.exp(c) + 3), sp.Rational(1, 3)], [sp.log(3), 2]])
+    want = np.array([[np.exp(2 ** -0.5) / (np.exp(2 ** -0.5) + 3), 1 / 3], [np.log(3), 2.0]])
+    np.testing.assert_allclose(to_float(M), want, rtol=1e-15)
+    assert to_float(M).dtype == np.float64 and to_float(M).shape == (2, 2)
+    assert float(to_float(sp.Rational(15, 2))) == 7.5
+    np.testing.assert_array_equal(to_float([[1, 2]]), [[1.0, 2.0]])
+
+
+def test_exact_values_come_with_decimals():
+    text = latex_with_decimals("a", sp.Matrix([[sp.Rational(3, 4), 1 / sp.sqrt(2)]]))
+    assert r"\frac{3}{4}" in text and "0.75" in text and "0.707107" in text and r"\approx" in text
+
+
+def test_integers_and_symbols_are_shown_without_decimals():
+    assert r"\approx" not in latex_with_decimals("A", sp.Matrix([[1, 0], [2, 3]]))
+    assert r"\approx" not in latex_with_decimals("J", sp.Symbol("alpha") * (1 - sp.Symbol("alpha")))
+    assert latex_with_decimals("L", 5) == "L = 5"
+
+
+def test_show_displays_pairs_and_refuses_an_odd_count(monkeypatch):
+    import IPython.display
+
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", shown.append)
+    show("A", sp.Rational(1, 2), "B", 3)
+    (math,) = shown
+    assert isinstance(math, IPython.display.Math)
+    assert r"A &= \frac{1}{2}" in math.data and "0.5" in math.data and "B = 3" in math.data
+    with pytest.raises(al.AttentionInputError, match="pairs"):
+        show("A", 1, "B")
+    assert al.display.show is show
