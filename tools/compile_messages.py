@@ -18,9 +18,10 @@ ROOT = Path(__file__).resolve().parents[1]
 LOCALE = ROOT / "attnlab" / "locale"
 
 
-def compile_all() -> list[Path]:
+def compile_all(locale: Path = LOCALE) -> list[Path]:
+    """Compile every ``<locale>/<lang>/LC_MESSAGES/attnlab.po`` whose .mo is missing or older."""
     written = []
-    for po in sorted(LOCALE.glob("*/LC_MESSAGES/attnlab.po")):
+    for po in sorted(locale.glob("*/LC_MESSAGES/attnlab.po")):
         mo = po.with_suffix(".mo")
         if mo.exists() and mo.stat().st_mtime >= po.stat().st_mtime:
             continue
@@ -34,11 +35,11 @@ def compile_all() -> list[Path]:
 
 def extract() -> None:
     pot = LOCALE / "attnlab.pot"
-    frontend.main(["pybabel", "extract", "-q", "-k", "_", "-k", "N_", "--no-location", "--omit-header",
-                   "-o", str(pot), str(ROOT / "attnlab")])
+    pybabel = frontend.CommandLineInterface().run
+    pybabel(["pybabel", "-q", "extract", "-k", "_", "-k", "N_", "--no-location", "--omit-header", "--no-wrap",
+             "-o", str(pot), str(ROOT / "attnlab")])
     for po in sorted(LOCALE.glob("*/LC_MESSAGES/attnlab.po")):
-        frontend.main(["pybabel", "update", "-q", "--no-wrap", "-i", str(pot), "-o", str(po),
-                       "-l", po.parts[-3]])
+        pybabel(["pybabel", "-q", "update", "--no-wrap", "-i", str(pot), "-o", str(po), "-l", po.parts[-3]])
 
 
 if __name__ == "__main__":
