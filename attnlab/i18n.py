@@ -11,8 +11,8 @@ variable parts with ``str.format`` after translation, so that a translator sees 
 The catalogs are ``attnlab/locale/<lang>/LC_MESSAGES/attnlab.po``; the compiled ``.mo`` files are
 written by ``tools/compile_messages.py`` (run by ``make``) and by the package build. Where a
 ``.mo`` is missing or older than its ``.po`` (an edited checkout), the ``.po`` is compiled in memory
-with babel, or, without babel, the messages stay English and one warning says why. Error classes
-and their meaning never depend on the language.
+with babel; without babel, an older ``.mo`` is used as it is, and without any ``.mo`` the messages
+stay English; a warning says which. Error classes and their meaning never depend on the language.
 """
 from __future__ import annotations
 
@@ -31,17 +31,29 @@ _language = "en"
 _translation: gettext.NullTranslations = gettext.NullTranslations()
 
 
+# An installed wheel writes the .po a moment after its .mo; an edit of the .po comes seconds later.
+_INSTALL_SKEW_S = 2.0
+
+
+def _read_mo(mo: Path) -> gettext.GNUTranslations:
+    with mo.open("rb") as handle:
+        return gettext.GNUTranslations(handle)
+
+
 def _catalog(lang: str) -> gettext.NullTranslations:
     folder = LOCALE_DIR / lang / "LC_MESSAGES"
     po, mo = folder / f"{DOMAIN}.po", folder / f"{DOMAIN}.mo"
-    if mo.exists() and (not po.exists() or mo.stat().st_mtime >= po.stat().st_mtime):
-        with mo.open("rb") as handle:
-            return gettext.GNUTranslations(handle)
+    if mo.exists() and (not po.exists() or mo.stat().st_mtime + _INSTALL_SKEW_S >= po.stat().st_mtime):
+        return _read_mo(mo)
     if not po.exists():
         return gettext.NullTranslations()
     try:
         from babel.messages import mofile, pofile
     except ImportError:
+        if mo.exists():
+            warnings.warn(f"attnlab: {mo} is older than {po.name} and babel is not installed to compile it; "
+                          "showing the older translations (run tools/compile_messages.py)", stacklevel=3)
+            return _read_mo(mo)
         warnings.warn(f"attnlab: {mo} is missing and babel is not installed to compile {po.name}; "
                       "messages stay in English (run tools/compile_messages.py)", stacklevel=3)
         return gettext.NullTranslations()

@@ -3,11 +3,13 @@ import ast
 import gettext
 import importlib.util
 import io
+import os
 import re
 import shutil
 import string
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -236,3 +238,65 @@ def test_no_function_rebinds_the_translation_function(module):
     rebound = [node.lineno for node in ast.walk(tree)
                if isinstance(node, ast.Name) and node.id == "_" and isinstance(node.ctx, ast.Store)]
     assert rebound == []
+
+
+# --- which compiled catalog is read -------------------------------------------------------------
+
+@pytest.fixture
+def locale_copy(tmp_path, monkeypatch):
+    """A copy of the zh_CN catalog in its own locale folder, which i18n then reads; returns (po, mo)."""
+    from babel.messages import mofile
+
+    folder = tmp_path / "zh_CN" / "LC_MESSAGES"
+    folder.mkdir(parents=True)
+    po, mo = folder / "attnlab.po", folder / "attnlab.mo"
+    shutil.copy(PO, po)
+    with mo.open("wb") as handle:
+        mofile.write_mo(handle, read_catalog(), use_fuzzy=False)
+    monkeypatch.setattr(i18n, "LOCALE_DIR", tmp_path)
+    return po, mo
+
+
+def set_mtime(path, seconds):
+    os.utime(path, (seconds, seconds))
+
+
+def without_babel(monkeypatch):
+    monkeypatch.setitem(sys.modules, "babel.messages", None)   # `from babel.messages import ...` fails
+
+
+def test_an_installed_wheel_reads_its_mo_although_pip_wrote_the_po_a_moment_later(locale_copy, monkeypatch):
+    po, mo = locale_copy
+    first = entries()[0]
+    set_mtime(mo, 1_000_000.0)
+    set_mtime(po, 1_000_000.01)       # pip writes the files in the wheel's order: .mo, then .po
+    without_babel(monkeypatch)        # babel is not a runtime dependency
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        i18n.set_language("zh_CN")
+    assert i18n._(first.id) == first.string
+
+
+def test_an_edited_po_is_compiled_in_memory_over_an_older_mo(locale_copy):
+    po, mo = locale_copy
+    first = entries()[0]
+    po.write_text(po.read_text(encoding="utf-8").replace(first.string, "【新译文】" + first.string), encoding="utf-8")
+    set_mtime(mo, 1_000_000.0)
+    set_mtime(po, 1_000_100.0)
+    i18n.set_language("zh_CN")
+    assert i18n._(first.id) == "【新译文】" + first.string
+
+
+def test_without_babel_an_older_mo_is_used_and_a_missing_one_leaves_english(locale_copy, monkeypatch):
+    po, mo = locale_copy
+    first = entries()[0]
+    set_mtime(mo, 1_000_000.0)
+    set_mtime(po, 1_000_100.0)
+    without_babel(monkeypatch)
+    with pytest.warns(UserWarning, match="older than attnlab.po"):
+        i18n.set_language("zh_CN")
+    assert i18n._(first.id) == first.string
+    mo.unlink()
+    with pytest.warns(UserWarning, match="missing and babel is not installed"):
+        i18n.set_language("zh_CN")
+    assert i18n._(first.id) == first.id
