@@ -30,12 +30,14 @@ $(STAMP): pyproject.toml requirements/lock.txt
 	$(PY) -m pip install --quiet --upgrade "pip>=24"
 	$(PY) -m pip install --quiet -c requirements/lock.txt -e ".[book,dev,instructor]"
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
+	$(PY) tools/compile_messages.py
 	touch $(STAMP)
 
 venv: $(STAMP)
 
 assets: $(STAMP)
 	$(PY) tools/vendor_assets.py
+	$(PY) tools/compile_messages.py
 
 # Sphinx always starts clean (an incremental -W build can pass without re-reading pages);
 # executed notebooks come from the cache in $(BUILD)/.jupyter_cache, so this stays quick.
