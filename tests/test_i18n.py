@@ -10,6 +10,7 @@ import string
 import subprocess
 import sys
 import warnings
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -300,3 +301,22 @@ def test_without_babel_an_older_mo_is_used_and_a_missing_one_leaves_english(loca
     with pytest.warns(UserWarning, match="missing and babel is not installed"):
         i18n.set_language("zh_CN")
     assert i18n._(first.id) == first.id
+
+
+@pytest.mark.slow
+def test_the_wheel_ships_the_catalogs_compiled_by_the_build(tmp_path):
+    """A checkout without .mo files (git ignores them) builds a wheel whose .mo translates every entry."""
+    source = tmp_path / "src"
+    source.mkdir()
+    for name in ("pyproject.toml", "setup.py", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    shutil.copytree(ROOT / "attnlab", source / "attnlab", ignore=shutil.ignore_patterns("__pycache__", "*.mo"))
+    subprocess.run([sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "--no-build-isolation",
+                    "-q", "-w", str(tmp_path / "dist")], check=True, capture_output=True)
+    wheel, = (tmp_path / "dist").glob("attnlab-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        assert "attnlab/locale/zh_CN/LC_MESSAGES/attnlab.po" in names
+        compiled = gettext.GNUTranslations(io.BytesIO(archive.read("attnlab/locale/zh_CN/LC_MESSAGES/attnlab.mo")))
+    for m in entries():
+        assert compiled.gettext(m.id) == m.string
