@@ -8,10 +8,12 @@ STAMP := $(VENV)/.installed-stamp
 BUILD := _build
 JBFLAGS := -W -n --keep-going
 
-.PHONY: help book book-clean student-book test test-fast test-browser lab notebooks assignments clean lock gpu-check bench page
+.PHONY: help book book-zh translations book-clean student-book test test-fast test-browser lab notebooks assignments clean lock gpu-check bench page
 
 help:
 	@echo "make book          build the HTML book into $(BUILD)/html (executes every page, cached)"
+	@echo "make book-zh       build the Chinese edition into $(BUILD)/zh/html (catalogs in locale/zh_CN)"
+	@echo "make translations  extract the English text, merge it into the catalogs, print the coverage"
 	@echo "make book-clean    the same after emptying the execution cache"
 	@echo "make test          run the whole test suite"
 	@echo "make test-browser  drive the built book in headless Chromium"
@@ -28,12 +30,14 @@ $(STAMP): pyproject.toml requirements/lock.txt
 	$(PY) -m pip install --quiet --upgrade "pip>=24"
 	$(PY) -m pip install --quiet -c requirements/lock.txt -e ".[book,dev,instructor]"
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
+	$(PY) tools/compile_messages.py
 	touch $(STAMP)
 
 venv: $(STAMP)
 
 assets: $(STAMP)
 	$(PY) tools/vendor_assets.py
+	$(PY) tools/compile_messages.py
 
 # Sphinx always starts clean (an incremental -W build can pass without re-reading pages);
 # executed notebooks come from the cache in $(BUILD)/.jupyter_cache, so this stays quick.
@@ -41,6 +45,18 @@ book: $(STAMP) assets
 	rm -rf $(BUILD)/html $(BUILD)/.doctrees $(BUILD)/jupyter_execute
 	$(JB) build . $(JBFLAGS)
 	@echo "The book: file://$(CURDIR)/$(BUILD)/html/index.html"
+
+# The Chinese edition: the same sources, translated through the catalogs in locale/zh_CN; pages
+# execute with ATTNLAB_LANG=zh_CN into their own cache (attnlab's messages and labels differ).
+book-zh: $(STAMP) assets
+	$(PY) tools/edition_config.py zh
+	rm -rf $(BUILD)/zh/_build/html $(BUILD)/zh/_build/.doctrees $(BUILD)/zh/_build/jupyter_execute
+	ATTNLAB_LANG=zh_CN $(JB) build . $(JBFLAGS) --config _config_zh.yml --toc _toc_zh.yml --path-output $(BUILD)/zh
+	rm -rf $(BUILD)/zh/html && cp -r $(BUILD)/zh/_build/html $(BUILD)/zh/html
+	@echo "中文版: file://$(CURDIR)/$(BUILD)/zh/html/index.html"
+
+translations: $(STAMP)
+	$(PY) tools/translations.py update
 
 book-clean:  # also re-executes every page (the cache does not notice changes to attnlab)
 	rm -rf $(BUILD)/.jupyter_cache

@@ -10,6 +10,14 @@ from __future__ import annotations
 import numpy as np
 
 from .errors import AttentionInputError
+from .i18n import N_, _
+
+# split_width's message, one whole sentence per kind of head (for translators)
+_SPLIT = {
+    "query": N_("{name} has {width} output columns, which do not split into {parts} query heads"),
+    "key": N_("{name} has {width} output columns, which do not split into {parts} key heads"),
+    "value": N_("{name} has {width} output columns, which do not split into {parts} value heads"),
+}
 
 
 def fmt(shape) -> str:
@@ -24,7 +32,7 @@ def broadcast(*shapes, what: str) -> tuple[int, ...]:
     except ValueError:
         listed = ", ".join(fmt(s) for s in shapes)
         raise AttentionInputError(
-            f"{what}: shapes {listed} do not broadcast together"
+            _("{what}: shapes {shapes} do not broadcast together").format(what=_(what), shapes=listed)
         ) from None
 
 
@@ -36,25 +44,28 @@ def qkv_shapes(q_shape, k_shape, v_shape) -> tuple[tuple[int, ...], int, int, in
     for name, s in (("q", q_shape), ("k", k_shape), ("v", v_shape)):
         if len(s) < 2:
             raise AttentionInputError(
-                f"{name} must have at least 2 axes (..., positions, features); got shape {fmt(s)}"
+                _("{name} must have at least 2 axes (..., positions, features); got shape {shape}").format(
+                    name=name, shape=fmt(s))
             )
         if 0 in tuple(s)[-2:]:
-            raise AttentionInputError(f"{name} has an empty axis: shape {fmt(s)}")
+            raise AttentionInputError(_("{name} has an empty axis: shape {shape}").format(name=name, shape=fmt(s)))
     if q_shape[-1] != k_shape[-1]:
         raise AttentionInputError(
-            f"q and k must share the last axis d_k: q has shape {fmt(q_shape)}, k has shape "
-            f"{fmt(k_shape)} ({q_shape[-1]} != {k_shape[-1]})"
+            _("q and k must share the last axis d_k: q has shape {q_shape}, k has shape {k_shape} "
+              "({q_d_k} != {k_d_k})").format(
+                q_shape=fmt(q_shape), k_shape=fmt(k_shape), q_d_k=q_shape[-1], k_d_k=k_shape[-1])
         )
     if k_shape[-2] != v_shape[-2]:
         raise AttentionInputError(
-            f"k and v must have the same number of positions S: k has shape {fmt(k_shape)}, "
-            f"v has shape {fmt(v_shape)} ({k_shape[-2]} != {v_shape[-2]})"
+            _("k and v must have the same number of positions S: k has shape {k_shape}, "
+              "v has shape {v_shape} ({k_s} != {v_s})").format(
+                k_shape=fmt(k_shape), v_shape=fmt(v_shape), k_s=k_shape[-2], v_s=v_shape[-2])
         )
     batch = broadcast(
         q_shape[:-2],
         k_shape[:-2],
         v_shape[:-2],
-        what="leading (batch/head) axes of q, k, v",
+        what=N_("leading (batch/head) axes of q, k, v"),
     )
     return batch, int(q_shape[-2]), int(k_shape[-2]), int(q_shape[-1]), int(v_shape[-1])
 
@@ -62,18 +73,24 @@ def qkv_shapes(q_shape, k_shape, v_shape) -> tuple[tuple[int, ...], int, int, in
 def mask_shape(name: str, shape, is_bool: bool, target) -> tuple[int, ...]:
     """Check that a boolean mask broadcasts to ``target``; returns the broadcast shape."""
     if not is_bool:
-        raise AttentionInputError(
-            f"{name} must be a boolean array (True = {'may read' if name == 'allowed' else 'valid'}); "
-            f"got a non-boolean array of shape {fmt(shape)}. Convert additive masks with "
-            f"attnlab.masks.from_additive and True-means-masked masks with attnlab.masks.from_forbidden"
+        message = (
+            _("{name} must be a boolean array (True = may read); got a non-boolean array of shape {shape}. "
+              "Convert additive masks with attnlab.masks.from_additive and True-means-masked masks with "
+              "attnlab.masks.from_forbidden")
+            if name == "allowed" else
+            _("{name} must be a boolean array (True = valid); got a non-boolean array of shape {shape}. "
+              "Convert additive masks with attnlab.masks.from_additive and True-means-masked masks with "
+              "attnlab.masks.from_forbidden")
         )
+        raise AttentionInputError(message.format(name=name, shape=fmt(shape)))
     try:
         out = tuple(np.broadcast_shapes(tuple(shape), tuple(target)))
     except ValueError:
         out = None
     if out is None or len(out) != len(target):
         raise AttentionInputError(
-            f"{name} of shape {fmt(shape)} does not broadcast to {fmt(target)}"
+            _("{name} of shape {shape} does not broadcast to {target}").format(
+                name=name, shape=fmt(shape), target=fmt(target))
         )
     return out
 
@@ -85,7 +102,7 @@ def scale_value(scale, d_k: int) -> float:
     s = float(scale)
     if not np.isfinite(s) or s <= 0:
         raise AttentionInputError(
-            f"scale must be a finite positive number; got {scale!r}"
+            _("scale must be a finite positive number; got {scale!r}").format(scale=scale)
         )
     return s
 
@@ -97,24 +114,24 @@ def head_counts(n_heads, n_kv_heads) -> tuple[int, int]:
         or not isinstance(n_heads, (int, np.integer))
         or n_heads < 1
     ):
-        raise AttentionInputError(f"n_heads must be a positive integer; got {n_heads!r}")
+        raise AttentionInputError(_("n_heads must be a positive integer; got {n_heads!r}").format(n_heads=n_heads))
     n_kv = n_heads if n_kv_heads is None else n_kv_heads
     if isinstance(n_kv, bool) or not isinstance(n_kv, (int, np.integer)) or n_kv < 1:
         raise AttentionInputError(
-            f"n_kv_heads must be a positive integer or None; got {n_kv_heads!r}"
+            _("n_kv_heads must be a positive integer or None; got {n_kv_heads!r}").format(n_kv_heads=n_kv_heads)
         )
     if n_heads % n_kv:
         raise AttentionInputError(
-            f"n_kv_heads must divide n_heads: n_heads={n_heads}, n_kv_heads={n_kv} "
-            f"(each KV head serves a group of n_heads // n_kv_heads query heads)"
+            _("n_kv_heads must divide n_heads: n_heads={n_heads}, n_kv_heads={n_kv_heads} "
+              "(each KV head serves a group of n_heads // n_kv_heads query heads)").format(
+                n_heads=n_heads, n_kv_heads=n_kv)
         )
     return int(n_heads), int(n_kv)
 
 
 def split_width(name: str, width: int, parts: int, what: str) -> int:
-    """Check that a projection width splits evenly into ``parts`` heads; returns the per-head width."""
+    """Check that a projection width splits evenly into ``parts`` heads of kind ``what``
+    ("query", "key" or "value"); returns the per-head width."""
     if width % parts:
-        raise AttentionInputError(
-            f"{name} has {width} output columns, which do not split into {parts} {what} heads"
-        )
+        raise AttentionInputError(_(_SPLIT[what]).format(name=name, width=width, parts=parts))
     return width // parts

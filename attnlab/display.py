@@ -10,6 +10,7 @@ from __future__ import annotations
 import sympy as sp
 
 from .errors import AttentionInputError
+from .i18n import _
 
 
 def _needs_decimals(value) -> bool:
@@ -34,6 +35,6 @@ def show(*pairs, digits: int = 6) -> None:
     from IPython.display import Math, display
 
     if len(pairs) % 2:
-        raise AttentionInputError(f"show takes name, value pairs; got {len(pairs)} arguments")
+        raise AttentionInputError(_("show takes name, value pairs; got {count} arguments").format(count=len(pairs)))
     parts = [latex_with_decimals(n, v, digits) for n, v in zip(pairs[::2], pairs[1::2])]
     display(Math(r",\qquad ".join(parts)))

@@ -10,6 +10,7 @@ import numpy as np
 import sympy as sp
 
 from .errors import AttentionInputError, EmptyVisibilityError
+from .i18n import _
 
 
 def _matrix(name: str, m) -> sp.Matrix:
@@ -17,10 +18,11 @@ def _matrix(name: str, m) -> sp.Matrix:
         M = sp.Matrix(m)
     except Exception as exc:  # sympy raises many types for ragged input
         raise AttentionInputError(
-            f"{name} must be a 2-D matrix (list of rows or sympy Matrix): {exc}"
+            _("{name} must be a 2-D matrix (list of rows or sympy Matrix): {reason}").format(name=name, reason=exc)
         ) from None
     if M.rows == 0 or M.cols == 0:
-        raise AttentionInputError(f"{name} is empty: shape ({M.rows}, {M.cols})")
+        raise AttentionInputError(_("{name} is empty: shape ({rows}, {cols})").format(
+            name=name, rows=M.rows, cols=M.cols))
     return M
 
 
@@ -40,18 +42,20 @@ def attention(Q, K, V, allowed=None, scale=None):
     Q, K, V = _matrix("Q", Q), _matrix("K", K), _matrix("V", V)
     if Q.cols != K.cols:
         raise AttentionInputError(
-            f"Q and K must share d_k: Q is {Q.shape}, K is {K.shape}"
+            _("Q and K must share d_k: Q is {q_shape}, K is {k_shape}").format(q_shape=Q.shape, k_shape=K.shape)
         )
     if K.rows != V.rows:
         raise AttentionInputError(
-            f"K and V must have the same number of rows S: K is {K.shape}, V is {V.shape}"
+            _("K and V must have the same number of rows S: K is {k_shape}, V is {v_shape}").format(
+                k_shape=K.shape, v_shape=V.shape)
         )
     T, S = Q.rows, K.rows
     c = 1 / sp.sqrt(Q.cols) if scale is None else sp.sympify(scale)
     mask = np.ones((T, S), dtype=bool) if allowed is None else np.asarray(allowed)
     if mask.dtype != bool or mask.shape != (T, S):
         raise AttentionInputError(
-            f"allowed must be a boolean ({T}, {S}) array; got dtype {mask.dtype}, shape {mask.shape}"
+            _("allowed must be a boolean ({T}, {S}) array; got dtype {dtype}, shape {shape}").format(
+                T=T, S=S, dtype=mask.dtype, shape=mask.shape)
         )
 
     scores = (Q * K.T) * c  # (T, S)
@@ -60,7 +64,7 @@ def attention(Q, K, V, allowed=None, scale=None):
         cols = [j for j in range(S) if mask[i, j]]
         if not cols:
             raise EmptyVisibilityError(
-                f"query row {i} may read no key: its row of allowed is all False"
+                _("query row {row} may read no key: its row of allowed is all False").format(row=i)
             )
         for j, w in zip(cols, softmax_row([scores[i, j] for j in cols])):
             A[i, j] = w

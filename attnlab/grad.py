@@ -15,6 +15,7 @@ import numpy as np
 
 from . import _validate as V
 from .errors import AttentionInputError
+from .i18n import _
 from .reference import _as_float, attention
 
 
@@ -27,7 +28,7 @@ def softmax_jacobian(a) -> np.ndarray:
     a = _as_float("a", a)
     if a.ndim == 0:
         raise AttentionInputError(
-            "a must be a probability vector with at least one axis; got a scalar"
+            _("a must be a probability vector with at least one axis; got a scalar")
         )
     diag = a[..., :, None] * np.eye(a.shape[-1])     # (..., n, n)
     outer = a[..., :, None] * a[..., None, :]         # (..., n, n)
@@ -57,8 +58,8 @@ def attention_backward(q, k, v, grad_out, allowed=None, query_valid=None,
     g = _as_float("grad_out", grad_out)
     if g.shape != out.shape:
         raise AttentionInputError(
-            f"grad_out must have the output's shape {V.fmt(out.shape)}; "
-            f"got {V.fmt(g.shape)}")
+            _("grad_out must have the output's shape {expected}; got {shape}").format(
+                expected=V.fmt(out.shape), shape=V.fmt(g.shape)))
     c = V.scale_value(scale, q.shape[-1])
 
     dv = np.swapaxes(a, -1, -2) @ g                   # (..., S, d_v)
@@ -81,7 +82,7 @@ def numerical_gradient(f, x, eps: float = 1e-6) -> np.ndarray:
     x = _as_float("x", x).astype(np.float64)
     eps = float(eps)
     if not np.isfinite(eps) or eps <= 0:
-        raise AttentionInputError(f"eps must be a finite positive number; got {eps!r}")
+        raise AttentionInputError(_("eps must be a finite positive number; got {eps!r}").format(eps=eps))
     grad = np.zeros_like(x)
     flat, gflat = x.reshape(-1), grad.reshape(-1)  # views onto x and grad
     for i in range(flat.size):

@@ -11,11 +11,13 @@ import numpy as np
 
 from . import _validate as V
 from .errors import AttentionInputError
+from .i18n import _
 
 
 def _count(name: str, n, minimum: int = 1) -> int:
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < minimum:
-        raise AttentionInputError(f"{name} must be an integer >= {minimum}; got {n!r}")
+        raise AttentionInputError(_("{name} must be an integer >= {minimum}; got {n!r}").format(
+            name=name, minimum=minimum, n=n))
     return int(n)
 
 
@@ -27,7 +29,7 @@ def _positions(T, S, offset):
         offset = S - T  # queries are the newest T positions (bottom-right aligned)
     elif isinstance(offset, bool) or not isinstance(offset, (int, np.integer)):
         raise AttentionInputError(
-            f"offset must be an integer (absolute position of query 0); got {offset!r}"
+            _("offset must be an integer (absolute position of query 0); got {offset!r}").format(offset=offset)
         )
     q_pos = int(offset) + np.arange(T)[:, None]  # (T, 1)
     k_pos = np.arange(S)[None, :]  # (1, S)
@@ -65,11 +67,12 @@ def padding(lengths, S) -> np.ndarray:
     lengths = np.asarray(lengths)
     if lengths.ndim != 1 or not np.issubdtype(lengths.dtype, np.integer):
         raise AttentionInputError(
-            f"lengths must be a 1-D array of integers; got dtype {lengths.dtype}, shape {V.fmt(lengths.shape)}"
+            _("lengths must be a 1-D array of integers; got dtype {dtype}, shape {shape}").format(
+                dtype=lengths.dtype, shape=V.fmt(lengths.shape))
         )
     if (lengths < 0).any() or (lengths > S).any():
         raise AttentionInputError(
-            f"every length must lie in [0, S={S}]; got {lengths.tolist()}"
+            _("every length must lie in [0, S={S}]; got {lengths}").format(S=S, lengths=lengths.tolist())
         )
     return (np.arange(S)[None, :] < lengths[:, None])[:, None, :]  # (B, 1, S)
 
@@ -82,7 +85,7 @@ def documents(doc_ids) -> np.ndarray:
     ids = np.asarray(doc_ids)
     if ids.ndim < 1 or ids.shape[-1] == 0:
         raise AttentionInputError(
-            f"doc_ids must have shape (..., T) with T >= 1; got {V.fmt(ids.shape)}"
+            _("doc_ids must have shape (..., T) with T >= 1; got {shape}").format(shape=V.fmt(ids.shape))
         )
     return ids[..., :, None] == ids[..., None, :]
 
@@ -102,14 +105,15 @@ def from_additive(additive) -> np.ndarray:
     m = np.asarray(additive, dtype=float)
     if np.isnan(m).any() or np.isposinf(m).any():
         raise AttentionInputError(
-            "additive mask must hold 0 (allowed) or -inf (forbidden); found nan or +inf"
+            _("additive mask must hold 0 (allowed) or -inf (forbidden); found nan or +inf")
         )
     finite = np.isfinite(m)
     if (m[finite] != 0).any():
         bad = float(m[finite][m[finite] != 0][0])
         raise AttentionInputError(
-            f"additive mask must hold 0 (allowed) or -inf (forbidden); found {bad!r}. A large finite penalty "
-            f"like -1e9 is a bias, not a mask: rows it fully masks come out uniform instead of empty"
+            _("additive mask must hold 0 (allowed) or -inf (forbidden); found {value!r}. A large finite penalty "
+              "like -1e9 is a bias, not a mask: rows it fully masks come out uniform instead of empty").format(
+                value=bad)
         )
     return finite
 
@@ -123,6 +127,7 @@ def _boolean(name, mask) -> np.ndarray:
     m = np.asarray(mask)
     if m.dtype != bool:
         raise AttentionInputError(
-            f"{name} must be a boolean array; got dtype {m.dtype}, shape {V.fmt(m.shape)}"
+            _("{name} must be a boolean array; got dtype {dtype}, shape {shape}").format(
+                name=name, dtype=m.dtype, shape=V.fmt(m.shape))
         )
     return m

@@ -11,6 +11,7 @@ import numpy as np
 
 from . import _validate as V
 from .errors import AttentionInputError, EmptyVisibilityError
+from .i18n import _
 
 
 def _as_float(name: str, x) -> np.ndarray:
@@ -20,15 +21,16 @@ def _as_float(name: str, x) -> np.ndarray:
         np.issubdtype(a.dtype, np.floating) or np.issubdtype(a.dtype, np.integer)
     ):
         raise AttentionInputError(
-            f"{name} must hold real numbers; got dtype {a.dtype} with shape {V.fmt(a.shape)}"
+            _("{name} must hold real numbers; got dtype {dtype} with shape {shape}").format(
+                name=name, dtype=a.dtype, shape=V.fmt(a.shape))
         )
     if a.dtype != np.float32:
         a = a.astype(np.float64)
     if not np.all(np.isfinite(a)):
         bad = np.argwhere(~np.isfinite(a))[0]
         raise AttentionInputError(
-            f"{name} contains a non-finite value (nan or inf) at index {tuple(int(i) for i in bad)}; "
-            f"shape {V.fmt(a.shape)}"
+            _("{name} contains a non-finite value (nan or inf) at index {index}; shape {shape}").format(
+                name=name, index=tuple(int(i) for i in bad), shape=V.fmt(a.shape))
         )
     return a
 
@@ -43,10 +45,10 @@ def softmax(x, axis: int = -1) -> np.ndarray:
     a = _as_float("x", x)
     if a.ndim == 0:
         raise AttentionInputError(
-            "x must have at least one axis; got a scalar")
+            _("x must have at least one axis; got a scalar"))
     if not -a.ndim <= axis < a.ndim:
         raise AttentionInputError(
-            f"axis {axis} is out of range for x of shape {V.fmt(a.shape)}")
+            _("axis {axis} is out of range for x of shape {shape}").format(axis=axis, shape=V.fmt(a.shape)))
     shifted = a - a.max(axis=axis, keepdims=True)     # max entry becomes 0
     e = np.exp(shifted)
     return e / e.sum(axis=axis, keepdims=True)
@@ -85,10 +87,10 @@ def check_visibility(allowed, query_valid, shape) -> None:
     if empty.any():
         where = tuple(int(i) for i in np.argwhere(empty)[0])
         raise EmptyVisibilityError(
-            f"query at index {where} (batch/head axes..., query row) is "
-            f"valid but may read no key: its row of `allowed` is all False, "
-            f"so the softmax has nothing to normalise. Mark it invalid with "
-            f"query_valid=False (it then gets zero output) or fix the mask"
+            _("query at index {index} (batch/head axes..., query row) is "
+              "valid but may read no key: its row of `allowed` is all False, "
+              "so the softmax has nothing to normalise. Mark it invalid with "
+              "query_valid=False (it then gets zero output) or fix the mask").format(index=where)
         )
 
 
@@ -129,7 +131,7 @@ def attention(q, k, v, allowed=None, query_valid=None, scale=None,
     the arithmetic is `scaled_dot_product`.
     """
     q, k, v = _as_float("q", q), _as_float("k", k), _as_float("v", v)
-    batch, T, S, d_k, _ = V.qkv_shapes(q.shape, k.shape, v.shape)
+    batch, T, S, d_k, _d_v = V.qkv_shapes(q.shape, k.shape, v.shape)
     allowed, query_valid, wshape = prepare_masks(
         allowed, query_valid, batch, T, S)
     c = V.scale_value(scale, d_k)
@@ -147,9 +149,10 @@ def _check_scores(weights, q, k) -> None:
     """Finite inputs can still overflow in q k^T (float32 above ~1e19); the weights then hold NaN."""
     if not np.isfinite(weights).all():
         raise AttentionInputError(
-            f"the scores q k^T * scale overflowed {weights.dtype} (finite "
-            f"inputs, infinite products; largest |q| = {np.abs(q).max():.3g}, "
-            f"|k| = {np.abs(k).max():.3g}). Rescale or compute in float64")
+            _("the scores q k^T * scale overflowed {dtype} (finite "
+              "inputs, infinite products; largest |q| = {q_max:.3g}, "
+              "|k| = {k_max:.3g}). Rescale or compute in float64").format(
+                dtype=weights.dtype, q_max=np.abs(q).max(), k_max=np.abs(k).max()))
 
 
 def kv_head_for(h: int, n_heads: int, n_kv_heads: int) -> int:
@@ -161,7 +164,7 @@ def kv_head_for(h: int, n_heads: int, n_kv_heads: int) -> int:
         or not 0 <= h < n_heads
     ):
         raise AttentionInputError(
-            f"h must be a query head index in [0, {n_heads}); got {h!r}"
+            _("h must be a query head index in [0, {n_heads}); got {h!r}").format(n_heads=n_heads, h=h)
         )
     return int(h) // (n_heads // n_kv_heads)
 
@@ -211,12 +214,12 @@ def multi_head_attention(
     for name, w in (("w_q", w_q), ("w_k", w_k), ("w_v", w_v), ("w_o", w_o)):
         if w.ndim != 2:
             raise AttentionInputError(
-                f"{name} must be a 2-D matrix; got shape {V.fmt(w.shape)}"
+                _("{name} must be a 2-D matrix; got shape {shape}").format(name=name, shape=V.fmt(w.shape))
             )
     if x_q.ndim < 2 or x_kv.ndim < 2:
         raise AttentionInputError(
-            f"x_q and x_kv need at least 2 axes (..., positions, features); "
-            f"got {V.fmt(x_q.shape)} and {V.fmt(x_kv.shape)}"
+            _("x_q and x_kv need at least 2 axes (..., positions, features); "
+              "got {x_q_shape} and {x_kv_shape}").format(x_q_shape=V.fmt(x_q.shape), x_kv_shape=V.fmt(x_kv.shape))
         )
     for name, x, w, wn in (
         ("x_q", x_q, w_q, "w_q"),
@@ -225,28 +228,33 @@ def multi_head_attention(
     ):
         if x.shape[-1] != w.shape[0]:
             raise AttentionInputError(
-                f"{name} has {x.shape[-1]} features (shape {V.fmt(x.shape)}) but {wn} expects {w.shape[0]} "
-                f"(shape {V.fmt(w.shape)}); row-vector convention: x @ {wn}"
+                _("{name} has {features} features (shape {x_shape}) but {w_name} expects {rows} "
+                  "(shape {w_shape}); row-vector convention: x @ {w_name}").format(
+                    name=name, features=x.shape[-1], x_shape=V.fmt(x.shape), w_name=wn, rows=w.shape[0],
+                    w_shape=V.fmt(w.shape))
             )
     d_k = V.split_width("w_q", w_q.shape[1], H, "query")
     if V.split_width("w_k", w_k.shape[1], H_kv, "key") != d_k:
         raise AttentionInputError(
-            f"w_q gives d_k = {d_k} per head ({w_q.shape[1]} / {H}) but w_k gives {w_k.shape[1] // H_kv} "
-            f"({w_k.shape[1]} / {H_kv}); queries and keys must share d_k"
+            _("w_q gives d_k = {d_k} per head ({q_width} / {n_heads}) but w_k gives {k_d_k} "
+              "({k_width} / {n_kv_heads}); queries and keys must share d_k").format(
+                d_k=d_k, q_width=w_q.shape[1], n_heads=H, k_d_k=w_k.shape[1] // H_kv, k_width=w_k.shape[1],
+                n_kv_heads=H_kv)
         )
     d_v = V.split_width("w_v", w_v.shape[1], H_kv, "value")
     if w_o.shape[0] != H * d_v:
         raise AttentionInputError(
-            f"w_o has {w_o.shape[0]} rows but the {H} concatenated heads give {H} * {d_v} = {H * d_v} columns"
+            _("w_o has {rows} rows but the {n_heads} concatenated heads give {n_heads} * {d_v} = {width} "
+              "columns").format(rows=w_o.shape[0], n_heads=H, d_v=d_v, width=H * d_v)
         )
 
     batch_ndim = max(x_q.ndim, x_kv.ndim) - 2
     allowed = _with_head_axis(allowed, batch_ndim, core=2)  # (..., 1 or H, T, S)
     query_valid = _with_head_axis(query_valid, batch_ndim, core=1)  # (..., 1 or H, T)
-    batch, T, S, _, _ = V.qkv_shapes(                   # the shapes of the heads' q, k, v
+    batch, T, S = V.qkv_shapes(                          # the shapes of the heads' q, k, v
         x_q.shape[:-2] + (H, x_q.shape[-2], d_k),
         x_kv.shape[:-2] + (H, x_kv.shape[-2], d_k),
-        x_kv.shape[:-2] + (H, x_kv.shape[-2], d_v))
+        x_kv.shape[:-2] + (H, x_kv.shape[-2], d_v))[:3]
     allowed, query_valid, wshape = prepare_masks(allowed, query_valid, batch, T, S)
     check_visibility(allowed, query_valid, wshape)
     with np.errstate(over="ignore", invalid="ignore"):

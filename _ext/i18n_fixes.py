@@ -1,0 +1,82 @@
+"""Two fixes that let the Chinese edition translate every visible text of a page.
+
+1. Exercise titles. sphinx-exercise builds the title of an exercise from the directive's argument
+   without a source position, and Sphinx's gettext machinery skips nodes without one, so the
+   titles were never extracted. A transform that runs before Sphinx's ``Locale`` gives those
+   nodes the position of their directive; they are then extracted and translated like a heading.
+2. Computed numbers in translated paragraphs. Sphinx parses each translated paragraph as a small
+   document of its own, which has no notebook attached, so ``{glue:text}`` found no glue data
+   ("No key ... found in glue data for this document"). Before a translation is parsed, its glue
+   roles are pointed at the page itself (``{glue:text}`page.md::key```), which myst-nb resolves
+   from the page's glue cache; translators write the short form, as in the English text.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from docutils import nodes
+from sphinx.transforms import SphinxTransform, i18n
+from sphinx.transforms.i18n import Locale
+
+SUBTITLE_CLASSES = ("exercise_subtitle", "solution_subtitle")
+
+
+class GiveExerciseTitlesASource(SphinxTransform):
+    default_priority = Locale.default_priority - 1     # just before translation
+
+    def apply(self, **kwargs) -> None:
+        for node in self.document.findall(nodes.subtitle):
+            if type(node).__name__ not in SUBTITLE_CLASSES or node.source:
+                continue
+            parent = node.parent
+            while parent is not None and not parent.source:
+                parent = parent.parent
+            node.source = parent.source if parent is not None else self.document["source"]
+            node.line = parent.line if parent is not None else None
+            node.rawsource = node.rawsource or node.astext()
+
+
+def _extract_exercise_titles(app, doctree) -> None:
+    """The gettext builder reads messages after sphinx-exercise has rebuilt the titles (without
+    a source again), so the titles are added to the page's catalog when the page is read."""
+    if app.builder.name != "gettext":
+        return
+    from sphinx.builders.gettext import MsgOrigin
+    from sphinx.util.i18n import docname_to_domain
+
+    catalog = app.builder.catalogs[docname_to_domain(app.env.docname, app.config.gettext_compact)]
+    for node in doctree.findall(nodes.subtitle):
+        if type(node).__name__ in SUBTITLE_CLASSES and node.rawsource:
+            catalog.add(node.rawsource, MsgOrigin(node.source, node.line or 0))
+
+
+_GLUE_ROLE = re.compile(r"\{glue(?::(?P<kind>\w+))?\}`(?P<body>[^`]+)`")
+
+
+def _on_page(page: str, match: re.Match) -> str:
+    body = match["body"]
+    if "::" in body:
+        return match[0]
+    if match["kind"] == "text" and ":" not in body:
+        body += ":s"        # myst-nb reads "page.md::key" without a format as key "page.md:"
+    return match[0].replace(f"`{match['body']}`", f"`{page}::{body}`")
+
+
+def _publish_with_page_glue(publish):
+    """Point the glue roles of a translated paragraph at its own page (``page.md::key``), which
+    myst-nb resolves from the page's glue cache after parsing."""
+    def publish_msgstr(app, source, source_path, source_line, config, settings):
+        page = Path(source_path).name
+        return publish(app, _GLUE_ROLE.sub(lambda m: _on_page(page, m), source), source_path,
+                       source_line, config, settings)
+    return publish_msgstr
+
+
+def setup(app):
+    app.add_transform(GiveExerciseTitlesASource)
+    app.connect("doctree-read", _extract_exercise_titles)
+    if not getattr(i18n.publish_msgstr, "_with_page_glue", False):
+        i18n.publish_msgstr = _publish_with_page_glue(i18n.publish_msgstr)
+        i18n.publish_msgstr._with_page_glue = True
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

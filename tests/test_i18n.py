@@ -1,0 +1,322 @@
+"""attnlab's message language: English by default, Chinese on request, errors unchanged."""
+import ast
+import gettext
+import importlib.util
+import io
+import os
+import re
+import shutil
+import string
+import subprocess
+import sys
+import warnings
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import attnlab as al
+from attnlab import i18n
+
+
+@pytest.fixture(autouse=True)
+def english_afterwards():
+    yield
+    i18n.set_language("en")
+
+
+def test_english_is_the_default_and_returns_the_message_itself():
+    assert i18n.get_language() == "en"
+    assert i18n._("not attempted yet") == "not attempted yet"
+
+
+def test_unknown_language_is_refused_by_name():
+    with pytest.raises(ValueError, match="language must be one of en, zh_CN; got 'fr'"):
+        i18n.set_language("fr")
+
+
+def test_aliases_select_chinese():
+    i18n.set_language("zh")
+    assert i18n.get_language() == "zh_CN"
+
+
+def test_environment_variable_selects_the_language_at_import():
+    code = "import attnlab.i18n as i; print(i.get_language())"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={"ATTNLAB_LANG": "zh_CN.UTF-8", "PATH": ""}, check=True)
+    assert out.stdout.strip() == "zh_CN"
+
+
+def test_a_bad_environment_value_warns_and_keeps_english():
+    code = "import attnlab.i18n as i; print(i.get_language())"
+    out = subprocess.run([sys.executable, "-W", "always", "-c", code], capture_output=True, text=True,
+                         env={"ATTNLAB_LANG": "xx", "PATH": ""}, check=True)
+    assert out.stdout.strip() == "en"
+    assert "ATTNLAB_LANG='xx' is not one of en, zh_CN" in out.stderr
+
+
+# --- the NumPy side's error messages in Chinese ------------------------------------------------
+
+ROOT = Path(__file__).resolve().parent.parent
+PO = ROOT / "attnlab" / "locale" / "zh_CN" / "LC_MESSAGES" / "attnlab.po"
+CONVERTED = ["reference.py", "_validate.py", "masks.py", "grad.py", "exact.py", "display.py", "errors.py"]
+CJK = re.compile("[\u4e00-\u9fff]")
+
+
+def read_catalog():
+    from babel.messages import pofile
+
+    with PO.open("rb") as handle:
+        return pofile.read_po(handle, locale="zh_CN")
+
+
+def entries():
+    return [m for m in read_catalog() if m.id]
+
+
+q23, k45, v42 = np.ones((2, 3)), np.ones((4, 5)), np.ones((4, 2))
+q25 = np.ones((2, 5))
+w = np.ones((4, 6))
+BAD_CALLS = {  # each call, the error class it must raise, and what its message must name in any language
+    "d_k mismatch": (lambda: al.attention(q23, k45, v42), al.AttentionInputError, ["q", "k", "(2, 3)", "(4, 5)"]),
+    "one axis": (lambda: al.attention(np.ones(3), k45, v42), al.AttentionInputError, ["q", "(3)"]),
+    "float mask": (lambda: al.attention(q25, k45, v42, allowed=np.ones((2, 4))), al.AttentionInputError,
+                   ["allowed", "(2, 4)", "True", "attnlab.masks.from_additive", "attnlab.masks.from_forbidden"]),
+    "mask shape": (lambda: al.attention(q25, k45, v42, allowed=np.ones((3, 4), bool)), al.AttentionInputError,
+                   ["allowed", "(3, 4)", "(2, 4)"]),
+    "empty row": (lambda: al.attention(q25, k45, v42, allowed=np.zeros((2, 4), bool)), al.EmptyVisibilityError,
+                  ["(0,)", "allowed", "query_valid=False"]),
+    "scale": (lambda: al.attention(q25, k45, v42, scale=-1.0), al.AttentionInputError, ["scale", "-1.0"]),
+    "nan": (lambda: al.attention(np.array([[1.0, np.nan, 0, 0, 0]]), k45, v42), al.AttentionInputError,
+            ["q", "nan", "(0, 1)", "(1, 5)"]),
+    "heads": (lambda: al.multi_head_attention(w, w, w, w, w, w, n_heads=3, n_kv_heads=2), al.AttentionInputError,
+              ["n_kv_heads", "n_heads=3", "n_kv_heads=2"]),
+    "split": (lambda: al.multi_head_attention(w, w, np.ones((6, 6)), np.ones((6, 8)), np.ones((6, 8)), np.ones((8, 3)),
+                                              n_heads=4), al.AttentionInputError, ["w_q", "6", "4"]),
+    "head index": (lambda: al.kv_head_for(5, 4, 2), al.AttentionInputError, ["h", "[0, 4)", "5"]),
+    "causal T": (lambda: al.masks.causal(0), al.AttentionInputError, ["T", "1", "0"]),
+    "penalty": (lambda: al.masks.from_additive(np.array([0.0, -1e9])), al.AttentionInputError,
+                ["-1e9", "-1000000000.0"]),
+    "grad_out": (lambda: al.grad.attention_backward(q25, k45, v42, np.ones((2, 3))), al.AttentionInputError,
+                 ["grad_out", "(2, 2)", "(2, 3)"]),
+    "exact d_k": (lambda: al.exact.attention([[1, 2]], [[1]], [[1]]), al.AttentionInputError,
+                  ["Q", "K", "(1, 2)", "(1, 1)"]),
+    "exact empty row": (lambda: al.exact.attention([[1]], [[1]], [[1]], allowed=[[False]]), al.EmptyVisibilityError,
+                        ["0", "allowed", "False"]),
+    "show": (lambda: al.display.show("A"), al.AttentionInputError, ["show", "1"]),
+}
+
+
+def raised(call, error):
+    with pytest.raises(error) as info:
+        call()
+    return info.value
+
+
+@pytest.mark.parametrize("case", BAD_CALLS, ids=list(BAD_CALLS))
+def test_bad_input_raises_the_same_error_in_chinese_naming_the_argument_and_shapes(case):
+    call, error, named = BAD_CALLS[case]
+    english = raised(call, error)
+    i18n.set_language("zh_CN")
+    chinese = raised(call, error)
+    assert type(chinese) is type(english)
+    message = str(chinese)
+    assert CJK.search(message), message
+    assert message != str(english)
+    for part in named:
+        assert part in str(english) and part in message, (part, message)
+    i18n.set_language("en")
+    assert str(raised(call, error)) == str(english)
+
+
+def test_every_entry_is_translated_and_none_is_fuzzy():
+    catalog = read_catalog()
+    assert not catalog.fuzzy, "the catalog header is marked fuzzy"
+    untranslated = [m.id for m in entries() if not m.string]
+    fuzzy = [m.id for m in entries() if m.fuzzy]
+    assert len(entries()) >= 40
+    assert untranslated == [] and fuzzy == []
+    assert all(CJK.search(m.string) for m in entries())
+
+
+def placeholders(text: str) -> set[tuple]:
+    return {(field, conversion, spec) for _, field, spec, conversion in string.Formatter().parse(text)
+            if field is not None}
+
+
+def test_every_translation_keeps_the_placeholders_of_its_message():
+    for m in entries():
+        assert placeholders(m.string) == placeholders(m.id), (m.id, m.string)
+
+
+def test_the_catalog_holds_exactly_the_messages_marked_in_the_package():
+    from babel.messages.extract import extract_from_dir
+
+    marked = {message for _, _, message, _, _ in extract_from_dir(
+        ROOT / "attnlab", method_map=[("**.py", "python")], keywords={"_": None, "N_": None})}
+    in_catalog = {m.id for m in entries()}
+    assert marked - in_catalog == set(), "run tools/compile_messages.py extract and translate the new entries"
+    assert in_catalog - marked == set(), "run tools/compile_messages.py extract to drop the old entries"
+
+
+def test_the_catalog_compiles_and_the_compiled_catalog_translates_every_entry():
+    from babel.messages import mofile
+
+    buffer = io.BytesIO()
+    mofile.write_mo(buffer, read_catalog(), use_fuzzy=False)
+    buffer.seek(0)
+    compiled = gettext.GNUTranslations(buffer)
+    for m in entries():
+        assert compiled.gettext(m.id) == m.string
+
+
+def test_the_compile_tool_writes_a_mo_that_gettext_reads(tmp_path):
+    spec = importlib.util.spec_from_file_location("compile_messages", ROOT / "tools" / "compile_messages.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    folder = tmp_path / "zh_CN" / "LC_MESSAGES"
+    folder.mkdir(parents=True)
+    shutil.copy(PO, folder / "attnlab.po")
+    assert tool.compile_all(tmp_path) == [folder / "attnlab.mo"]
+    with (folder / "attnlab.mo").open("rb") as handle:
+        compiled = gettext.GNUTranslations(handle)
+    for m in entries():
+        assert compiled.gettext(m.id) == m.string
+    assert tool.compile_all(tmp_path) == [], "an up-to-date .mo is left alone"
+
+
+# --- no message left unwrapped -----------------------------------------------------------------
+
+def unwrapped_messages(source: str) -> list[str]:
+    """String literals in a raised exception's or a warning's arguments that are not inside _() or N_()."""
+    found = []
+
+    def visit(node, wrapped):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("_", "N_"):
+            for arg in node.args:
+                if isinstance(arg, ast.JoinedStr):
+                    found.append(f"line {arg.lineno}: an f-string inside {node.func.id}() cannot be translated")
+            wrapped = True
+        if isinstance(node, ast.JoinedStr) or (isinstance(node, ast.Constant) and isinstance(node.value, str)):
+            if not wrapped:
+                found.append(f"line {node.lineno}: {ast.unparse(node)[:60]}")
+            return
+        for child in ast.iter_child_nodes(node):
+            visit(child, wrapped)
+
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call):
+            for arg in node.exc.args:
+                visit(arg, False)
+        is_warn = isinstance(node, ast.Call) and (
+            (isinstance(node.func, ast.Attribute) and node.func.attr == "warn")
+            or (isinstance(node.func, ast.Name) and node.func.id == "warn"))
+        if is_warn and node.args:
+            visit(node.args[0], False)
+    return found
+
+
+def test_the_scan_finds_unwrapped_messages_and_accepts_wrapped_ones():
+    assert unwrapped_messages('raise ValueError(f"q has {n} axes")')
+    assert unwrapped_messages('raise ValueError("q is empty")')
+    assert unwrapped_messages('raise ValueError(_(f"q has {n} axes"))')
+    assert unwrapped_messages('warnings.warn("slow")')
+    assert unwrapped_messages('raise ValueError(_("q has {n} axes; {what}").format(n=1, what="x"))')
+    assert not unwrapped_messages('raise ValueError(_("q has {n} axes").format(n=len(s)))')
+    assert not unwrapped_messages('raise ValueError(_("{w}").format(w=_(N_("leading axes"))))')
+
+
+@pytest.mark.parametrize("module", CONVERTED)
+def test_no_user_facing_message_is_left_unwrapped(module):
+    assert unwrapped_messages((ROOT / "attnlab" / module).read_text()) == []
+
+
+@pytest.mark.parametrize("module", CONVERTED)
+def test_no_function_rebinds_the_translation_function(module):
+    """``batch, _ = ...`` inside a function makes ``_`` local there, and its ``_("...")`` an UnboundLocalError."""
+    tree = ast.parse((ROOT / "attnlab" / module).read_text())
+    rebound = [node.lineno for node in ast.walk(tree)
+               if isinstance(node, ast.Name) and node.id == "_" and isinstance(node.ctx, ast.Store)]
+    assert rebound == []
+
+
+# --- which compiled catalog is read -------------------------------------------------------------
+
+@pytest.fixture
+def locale_copy(tmp_path, monkeypatch):
+    """A copy of the zh_CN catalog in its own locale folder, which i18n then reads; returns (po, mo)."""
+    from babel.messages import mofile
+
+    folder = tmp_path / "zh_CN" / "LC_MESSAGES"
+    folder.mkdir(parents=True)
+    po, mo = folder / "attnlab.po", folder / "attnlab.mo"
+    shutil.copy(PO, po)
+    with mo.open("wb") as handle:
+        mofile.write_mo(handle, read_catalog(), use_fuzzy=False)
+    monkeypatch.setattr(i18n, "LOCALE_DIR", tmp_path)
+    return po, mo
+
+
+def set_mtime(path, seconds):
+    os.utime(path, (seconds, seconds))
+
+
+def without_babel(monkeypatch):
+    monkeypatch.setitem(sys.modules, "babel.messages", None)   # `from babel.messages import ...` fails
+
+
+def test_an_installed_wheel_reads_its_mo_although_pip_wrote_the_po_a_moment_later(locale_copy, monkeypatch):
+    po, mo = locale_copy
+    first = entries()[0]
+    set_mtime(mo, 1_000_000.0)
+    set_mtime(po, 1_000_000.01)       # pip writes the files in the wheel's order: .mo, then .po
+    without_babel(monkeypatch)        # babel is not a runtime dependency
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        i18n.set_language("zh_CN")
+    assert i18n._(first.id) == first.string
+
+
+def test_an_edited_po_is_compiled_in_memory_over_an_older_mo(locale_copy):
+    po, mo = locale_copy
+    first = entries()[0]
+    po.write_text(po.read_text(encoding="utf-8").replace(first.string, "【新译文】" + first.string), encoding="utf-8")
+    set_mtime(mo, 1_000_000.0)
+    set_mtime(po, 1_000_100.0)
+    i18n.set_language("zh_CN")
+    assert i18n._(first.id) == "【新译文】" + first.string
+
+
+def test_without_babel_an_older_mo_is_used_and_a_missing_one_leaves_english(locale_copy, monkeypatch):
+    po, mo = locale_copy
+    first = entries()[0]
+    set_mtime(mo, 1_000_000.0)
+    set_mtime(po, 1_000_100.0)
+    without_babel(monkeypatch)
+    with pytest.warns(UserWarning, match="older than attnlab.po"):
+        i18n.set_language("zh_CN")
+    assert i18n._(first.id) == first.string
+    mo.unlink()
+    with pytest.warns(UserWarning, match="missing and babel is not installed"):
+        i18n.set_language("zh_CN")
+    assert i18n._(first.id) == first.id
+
+
+@pytest.mark.slow
+def test_the_wheel_ships_the_catalogs_compiled_by_the_build(tmp_path):
+    """A checkout without .mo files (git ignores them) builds a wheel whose .mo translates every entry."""
+    source = tmp_path / "src"
+    source.mkdir()
+    for name in ("pyproject.toml", "setup.py", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    shutil.copytree(ROOT / "attnlab", source / "attnlab", ignore=shutil.ignore_patterns("__pycache__", "*.mo"))
+    subprocess.run([sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "--no-build-isolation",
+                    "-q", "-w", str(tmp_path / "dist")], check=True, capture_output=True)
+    wheel, = (tmp_path / "dist").glob("attnlab-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        assert "attnlab/locale/zh_CN/LC_MESSAGES/attnlab.po" in names
+        compiled = gettext.GNUTranslations(io.BytesIO(archive.read("attnlab/locale/zh_CN/LC_MESSAGES/attnlab.mo")))
+    for m in entries():
+        assert compiled.gettext(m.id) == m.string
