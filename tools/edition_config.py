@@ -43,6 +43,9 @@ def zh_config(base: dict) -> dict:
     sphinx["language"] = "zh_CN"
     sphinx["locale_dirs"] = [LOCALE_DIR]
     sphinx.setdefault("html_context", {})["edition"] = "zh"
+    # the switch to the English twin of each page; the English edition links back once CI builds
+    # both editions (until then it would point at pages that may not exist)
+    config["sphinx"].setdefault("local_extensions", {})["edition_switch"] = "_ext"
     return config
 
 
