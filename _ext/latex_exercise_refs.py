@@ -24,7 +24,8 @@ class CrossPageExerciseReferences(SphinxPostTransform):
             label = node.get("refuri", "").rpartition("#")[2]
             if not label or not isinstance(registry.get(label, {}).get("node"), exercise_enumerable_node):
                 continue
-            new = exercise_latex_number_reference("", *node.children, refid=label, classes=node["classes"])
+            # a reference is a TextElement: ("", "", *children), else the first child becomes its text
+            new = exercise_latex_number_reference("", "", *node.children, refid=label, classes=node["classes"])
             node.replace_self(new)
 
 

@@ -108,8 +108,8 @@ def test_toc_lists_the_chapters(pages):
 
 def test_no_unresolved_reference(text):
     assert "??" not in text, "an unresolved \\ref or \\cite prints as ??"
-    for marker in ("[?]", "<unknown>", "undefined label"):
-        assert marker not in text
+    for marker in ("[?]", "<unknown>", "undefined label", "<inline classes=", "<reference "):
+        assert marker not in text, f"{marker!r} in the PDF (an unresolved or mis-rendered reference)"
 
 
 def test_latex_log_has_no_undefined_reference_or_missing_glyph(pdf):
