@@ -18,7 +18,7 @@ def _find_pdf(app) -> None:
     setattr(app, KEY, None)
     if app.builder.format != "html":
         return
-    toc = Path(app.config["external_toc_path"] or "").name
+    toc = Path(getattr(app.config, "external_toc_path", None) or "").name   # none in a one-page build
     pdf = Path(app.confdir) / app.config.pdf_download_file
     if toc == app.config.pdf_download_toc and pdf.is_file():
         setattr(app, KEY, pdf)
