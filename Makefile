@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed-stamp
 BUILD := _build
 JBFLAGS := -W -n --keep-going
 
-.PHONY: help book book-zh translations book-clean student-book test test-fast test-browser lab notebooks assignments clean lock gpu-check bench page
+.PHONY: help book book-zh translations book-clean student-book pdf test test-fast test-browser test-pdf lab notebooks assignments clean lock gpu-check bench page
 
 help:
 	@echo "make book          build the HTML book into $(BUILD)/html (executes every page, cached)"
@@ -17,9 +17,11 @@ help:
 	@echo "make book-clean    the same after emptying the execution cache"
 	@echo "make test          run the whole test suite"
 	@echo "make test-browser  drive the built book in headless Chromium"
+	@echo "make test-pdf      check the built PDF (titles, references, fonts, explorer pictures)"
 	@echo "make lab           open JupyterLab; the chapters' .md files open as notebooks"
 	@echo "make notebooks     write .ipynb copies of chapters and exercises into notebooks/"
 	@echo "make student-book  build the book without solutions into $(BUILD)/student/html"
+	@echo "make pdf           the book as a PDF, $(BUILD)/pdf/attention-computed.pdf (xelatex; before make book)"
 	@echo "make assignments   otter-grader assignments from exercises (CHAPTERS=\"01 02\")"
 	@echo "make page PAGE=chapters/x.md   build one page alone (quick check while writing)"
 	@echo "make bench         run the attention benchmark; make gpu-check on a GPU machine"
@@ -68,6 +70,22 @@ student-book: $(STAMP) assets
 	rm -rf $(BUILD)/student && mkdir -p $(BUILD)/student && cp -r $(BUILD)/student-src/_build/html $(BUILD)/student/html
 	@echo "The student edition: file://$(CURDIR)/$(BUILD)/student/html/index.html"
 
+# The PDF, with xelatex and Debian's TeX packages (the list is in .ci/run). It shares the execution
+# cache with `make book`: whichever runs first executes the pages, the other reads them. Run it
+# before `make book`: the HTML book links and ships the PDF only if it exists when the HTML is
+# built (_ext/pdf_download.py), so an HTML book without a PDF has no dead link.
+# A Chinese edition gets `pdf-zh` the same way from its generated config (a copy of _config.yml
+# with latex_documents.targetname attention-computed-zh.tex, the zh caption names in
+# latex_elements and pdf_download_file _build/pdf/attention-computed-zh.pdf), built with
+# `--config <that file> --path-output $(BUILD)/zh --builder pdflatex` and copied to $(BUILD)/pdf/.
+pdf: $(STAMP)
+	rm -rf $(BUILD)/latex $(BUILD)/.doctrees $(BUILD)/jupyter_execute
+	mkdir -p _vendor   # html_static_path names it (warning under -W if absent); the PDF needs none of its JS
+	LATEXMKOPTS=-silent $(JB) build . $(JBFLAGS) --builder pdflatex \
+	  || { grep -a -A4 '^!' $(BUILD)/latex/attention-computed.log | head -40; exit 1; }   # -silent: errors are in the log
+	mkdir -p $(BUILD)/pdf && cp $(BUILD)/latex/attention-computed.pdf $(BUILD)/pdf/
+	@echo "The PDF: $(CURDIR)/$(BUILD)/pdf/attention-computed.pdf"
+
 page: $(STAMP) assets
 	$(JB) build $(PAGE) --config _config.yml $(JBFLAGS) --path-output $(BUILD)/pages/$(basename $(notdir $(PAGE)))
 
@@ -79,6 +97,9 @@ test-fast: $(STAMP)
 
 test-browser: $(STAMP)
 	REQUIRE_BOOK=1 $(VENV)/bin/pytest -m browser
+
+test-pdf: $(STAMP)
+	REQUIRE_PDF=1 $(VENV)/bin/pytest tests/test_pdf.py
 
 lab: $(STAMP)
 	$(VENV)/bin/jupyter lab

@@ -9,7 +9,9 @@ static HTML book, where no kernel runs.
 """
 from __future__ import annotations
 
+import base64
 import html
+import re
 from typing import Callable
 
 import ipywidgets as W
@@ -18,6 +20,11 @@ LIVE_NOTE = ("Live explorer, computed in Python: the controls respond in Jupyter
              "then open this page as a notebook); a static page shows its initial state.")
 OFFLINE_NOTE = ("Precomputed frames: the controls work without a kernel, also in the HTML book. "
                 "For every parameter value, run <code>al.widgets.{name}()</code> in Jupyter (<code>make lab</code>).")
+
+
+STATIC_CAPTION = ("*Above: the initial state of `{name}`, a static picture. The interactive version is in the "
+                  "HTML book, and live in Jupyter (`make lab`).*")
+_SVG = re.compile(r"<svg\b.*?</svg>", re.DOTALL)
 
 
 def note(text: str) -> W.HTML:
@@ -45,7 +52,40 @@ def table(rows: list[tuple[str, list[str]]], highlight: dict[tuple[int, int], st
     return "".join(out)
 
 
-class Explorer(W.VBox):
+def visible_svgs(widget: W.Widget) -> list[str]:
+    """The SVG pictures a reader sees before touching a control: all of a box, a stack's selected page."""
+    if isinstance(widget, W.Stack):
+        i = widget.selected_index
+        return [] if i is None else visible_svgs(widget.children[i])
+    if isinstance(widget, W.Box):
+        return [svg for child in widget.children for svg in visible_svgs(child)]
+    if isinstance(widget, W.HTML):
+        return _SVG.findall(widget.value)
+    return []
+
+
+class StaticPicture:
+    """An explorer's display where no widget can run: its pictures of the initial state and a caption.
+
+    Jupyter and the HTML book show the widget view (first in their mime order) and ignore the rest.
+    The PDF book cannot show a widget: myst-nb's LaTeX order has no widget view, HTML or SVG but takes
+    text/markdown before text/plain, so there the explorer is its initial SVG pictures (data URIs,
+    converted for LaTeX by sphinxcontrib-svg2pdfconverter) with one caption line, instead of the
+    ``VBox(children=(SelectionSlider(...`` repr.
+    """
+
+    name: str
+
+    def _repr_mimebundle_(self, **kwargs):
+        data = super()._repr_mimebundle_(**kwargs)
+        data["text/plain"] = f"{self.name}: an interactive explorer (shown by a Jupyter front end)"
+        images = [f"```{{image}} data:image/svg+xml;base64,{base64.b64encode(svg.encode()).decode()}\n"
+                  f":alt: {self.name}, initial state\n:align: center\n```" for svg in visible_svgs(self)]
+        data["text/markdown"] = "\n\n".join([*images, STATIC_CAPTION.format(name=self.name)])
+        return data
+
+
+class Explorer(StaticPicture, W.VBox):
     """controls -> state (a pure function of the control values) -> picture (SVG) + readout.
 
     ``controls`` maps keyword names of ``compute`` to widgets. After every change,
@@ -114,7 +154,7 @@ def product_frames(controls: list[W.Widget], leaf: Callable[[tuple], W.Widget], 
     return linked_stack(controls[0], pages)
 
 
-class Frames(W.VBox):
+class Frames(StaticPicture, W.VBox):
     """An offline explorer: controls and nested stacks of precomputed frames.
 
     ``states[indices]`` is the state shown when the controls' indices are ``indices`` (for
