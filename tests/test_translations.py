@@ -1,0 +1,84 @@
+"""The Chinese edition's catalogs: each translation keeps its source's references, numbers, citations
+and formulas, and uses the glossary's terms (tools/translation_checks.py).
+
+The checks are tested on made-up pairs first, so that they are known to catch what they are for,
+then applied to every translated entry of every catalog in locale/zh_CN.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+from translation_checks import formulas, glossary_problems, roles, structure_problems  # noqa: E402
+
+CATALOGS = sorted((ROOT / "locale" / "zh_CN" / "LC_MESSAGES").rglob("*.po"))
+TERMS = {"key": "键", "query": "查询", "causal mask": "因果掩码", "mask": "掩码"}
+SOURCE = ("The query reads each key through the causal mask of {ref}`ch-masks`; "
+          "{glue:text}`n_keys` keys, $T \\times S$ scores, see {eq}`eq-softmax` and {cite}`vaswani2017`.")
+GOOD = ("查询通过 {ref}`第 3 章 <ch-masks>` 的因果掩码读取每个键；{cite}`vaswani2017` 中共有 "
+        "{glue:text}`n_keys` 个键、$T   \\times S$ 个分数，见 {eq}`eq-softmax`。")
+
+
+def test_a_faithful_translation_passes_in_any_order():
+    assert structure_problems(SOURCE, GOOD) == []
+    assert glossary_problems(SOURCE, GOOD, TERMS) == []
+
+
+def test_a_lost_reference_glue_or_citation_is_named():
+    for lost in ("{ref}`第 3 章 <ch-masks>`", "{glue:text}`n_keys`", "{cite}`vaswani2017`", "{eq}`eq-softmax`"):
+        problems = structure_problems(SOURCE, GOOD.replace(lost, "这里"))
+        assert len(problems) == 1 and "is missing from the translation" in problems[0], lost
+
+
+def test_a_changed_or_added_formula_is_named():
+    assert structure_problems(SOURCE, GOOD.replace("$T   \\times S$", "$T S$")) == [
+        "formula 'T \\\\times S' is missing from the translation",
+        "formula 'T S' is in the translation but not in the source"]
+
+
+def test_a_retargeted_reference_is_named():
+    problems = structure_problems(SOURCE, GOOD.replace("<ch-masks>", "<ch-qkv>"))
+    assert "role ('ref', 'ch-masks') is missing from the translation" in problems
+    assert "role ('ref', 'ch-qkv') is in the translation but not in the source" in problems
+
+
+def test_a_missing_glossary_term_is_named_and_longer_terms_cover_their_parts():
+    assert glossary_problems(SOURCE, GOOD.replace("因果掩码", "遮挡"), TERMS) == [
+        "the source says 'causal mask'; the translation lacks '因果掩码'"]
+    assert glossary_problems("masks and keys", "掩码与键", TERMS) == []       # plurals count
+    assert glossary_problems("the `key` argument", "参数 `key`", TERMS) == []  # code is not prose
+
+
+def test_roles_and_formulas_are_read_as_written():
+    assert roles(SOURCE)[("ref", "ch-masks")] == 1
+    assert formulas("cost $O(T^2)$ and $$x$$ display") == {"O(T^2)": 1}
+
+
+@pytest.mark.parametrize("catalog", CATALOGS, ids=lambda p: str(p.relative_to(ROOT / "locale")))
+def test_every_translation_keeps_its_roles_and_formulas(catalog):
+    polib = pytest.importorskip("polib")
+    problems = [f"{entry.msgid[:60]!r}: {p}"
+                for entry in polib.pofile(str(catalog)) if entry.translated() and not entry.fuzzy
+                for p in structure_problems(entry.msgid, entry.msgstr)]
+    assert not problems, "\n".join(problems)
+
+
+# English glossary terms that are also everyday words in the prose; each is checked where the
+# glossary defines it, not in every sentence that happens to use the word
+PLAIN_WORDS = frozenset({"block", "decoding", "backend", "intervene", "intervention"})
+
+
+@pytest.mark.parametrize("catalog", CATALOGS, ids=lambda p: str(p.relative_to(ROOT / "locale")))
+def test_every_translation_uses_the_glossary_terms(catalog):
+    polib = pytest.importorskip("polib")
+    from test_glossary import glossary
+
+    terms = glossary()
+    problems = [f"{entry.msgid[:60]!r}: {p}"
+                for entry in polib.pofile(str(catalog)) if entry.translated() and not entry.fuzzy
+                for p in glossary_problems(entry.msgid, entry.msgstr, terms, PLAIN_WORDS)]
+    assert not problems, "\n".join(problems)
