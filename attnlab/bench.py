@@ -24,7 +24,8 @@ from .errors import AttentionInputError
 from .memory import peak_bytes
 
 __all__ = [
-    "causal_cases", "interleaved_times", "load_recorded", "machine_info", "median_time", "peak_memory",
+    "RECORDED", "causal_cases", "device_comparison", "interleaved_times", "load_recorded", "machine_info", "median_time", "op_time_breakdown",
+    "peak_memory",
     "profiler_peak", "quiet_c_output", "synchronizer",
 ]
 
@@ -151,3 +152,35 @@ def load_recorded(path) -> dict | None:
     if not {"meta", "results"} <= set(data):
         raise AttentionInputError(f"{path} is not a recorded benchmark: it needs 'meta' and 'results'")
     return data
+
+
+def op_time_breakdown(fn) -> dict:
+    """Where one call of ``fn`` spends its time, by torch.profiler: seconds of self CPU time per ATen
+    operation, and "wall" for the whole call. The difference is time outside the operations
+    (Python, dispatch)."""
+    from torch.profiler import ProfilerActivity, profile
+    with quiet_c_output(), profile(activities=[ProfilerActivity.CPU]) as prof:
+        t0 = time.perf_counter()
+        fn()
+        wall = time.perf_counter() - t0
+    ops = {e.key: e.self_cpu_time_total / 1e6 for e in prof.key_averages() if e.key.startswith("aten::")}
+    return {"wall": wall, "ops": ops}
+
+
+RECORDED = Path(__file__).parent / "recorded"
+"""The folder of recorded benchmark files shipped with the package."""
+
+
+def device_comparison(device, T_list, repeats: int = 3, H: int = 8, d: int = 64) -> list[dict]:
+    """Median time and peak memory growth of naive / sdpa / chunked causal attention on ``device``,
+    one row per (T, impl), the three timed in turns at each T."""
+    rows = []
+    for T in T_list:
+        q, k, v = (torch.randn(1, H, T, d, device=device) for _ in range(3))   # (B, H, T, d)
+        cases = causal_cases(q, k, v)
+        with torch.no_grad():
+            times = interleaved_times(cases, repeats, device)
+            for impl, fn in cases.items():
+                rows.append({"T": T, "impl": impl, "time (ms)": 1e3 * statistics.median(times[impl]),
+                             "peak memory growth (MiB)": peak_memory(fn, device) / 2**20})
+    return rows

@@ -22,7 +22,10 @@ import torch
 
 from .errors import AttentionInputError
 
-__all__ = ["GPU_SPECS", "Machine", "cache_sizes", "measure_bandwidth", "measure_matmul_flops"]
+__all__ = [
+    "GPU_SPECS", "H100_EXP_PER_SECOND", "Machine", "cache_sizes", "measure_bandwidth", "measure_exp_rate",
+    "measure_matmul_flops",
+]
 
 
 @dataclass(frozen=True)
@@ -112,3 +115,16 @@ def measure_matmul_flops(n: int = 1024, repeats: int = 5, dtype=torch.float32) -
     a, b = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
     out = torch.empty(n, n, dtype=dtype)
     return 2 * n**3 / _median_seconds(lambda: torch.mm(a, b, out=out), repeats)
+
+
+H100_EXP_PER_SECOND = 3.9e12
+"""Exponentials per second of an H100 SXM5's special-function units (Shah et al. 2024, FlashAttention-3,
+section 1: "989 TFLOPS of FP16 matmul but only 3.9 TFLOPS of special functions")."""
+
+
+def measure_exp_rate(n: int = 2**20, repeats: int = 5) -> float:
+    """Exponentials per second of ``torch.exp_`` on n fp32 numbers that stay in the caches (4 MiB by default)."""
+    if n < 1024:
+        raise AttentionInputError(f"n must be at least 1024; got {n}")
+    x, y = torch.linspace(-10.0, 0.0, n), torch.empty(n)
+    return n / _median_seconds(lambda: torch.exp(x, out=y), repeats)
