@@ -98,7 +98,7 @@ def _forward(q, k, v, scale, causal, offset, block_q, block_k):
             else:
                 c = (m - m_new).exp_()                          # (N, bq) rescales the old sums
                 l = l.mul_(c).add_(p.sum(dim=-1))
-                acc = acc.mul_(c[..., None]).baddbmm_(p, v_f[:, j0:j1])   # (N, bq, d_v), fused add
+                torch.baddbmm(acc.mul_(c[..., None]), p, v_f[:, j0:j1], out=acc)  # (N, bq, d_v) += P V_j
             m = m_new
         torch.div(acc, l[..., None], out=out[:, i0:i1])
         torch.add(m, l.log_(), out=lse[:, i0:i1])
@@ -123,11 +123,12 @@ def _backward(q, k, v, out, lse, d_out, scale, causal, offset, block_q, block_k)
             j1 = min(j0 + block_k, end)
             s = _block_scores(qs, k_t, j0, j1, _future(i0, i1, j0, j1, causal, offset, q.device), buf)
             p = s.sub_(lse_f[:, i0:i1, None]).exp_()            # (N, bq, bk) the weights, recomputed
-            dv[:, j0:j1].baddbmm_(p.transpose(1, 2), do)        # (N, bk, d_v) += P^T dO
+            dv_j, dk_j = dv[:, j0:j1], dk[:, j0:j1]             # (N, bk, d) views, accumulated in place
+            torch.baddbmm(dv_j, p.transpose(1, 2), do, out=dv_j)  # (N, bk, d_v) += P^T dO
             dp = torch.bmm(do, v_t[:, :, j0:j1], out=buf_dp[: p.numel()].view(p.shape))  # (N, bq, bk) dL/dP
             ds = p.mul_(dp.sub_(delta[:, i0:i1, None]))         # (N, bq, bk) dL/d(scaled scores)
-            dq_i.baddbmm_(ds, k_f[:, j0:j1])                    # (N, bq, d_k) += dS K
-            dk[:, j0:j1].baddbmm_(ds.transpose(1, 2), qs)       # (N, bk, d_k) += dS^T (scale Q)
+            torch.baddbmm(dq_i, ds, k_f[:, j0:j1], out=dq_i)    # (N, bq, d_k) += dS K
+            torch.baddbmm(dk_j, ds.transpose(1, 2), qs, out=dk_j)  # (N, bk, d_k) += dS^T (scale Q)
     return dq.mul_(scale).view(q.shape), dk.view(k.shape), dv.view(v.shape)
 
 
