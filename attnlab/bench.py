@@ -24,9 +24,8 @@ from .errors import AttentionInputError
 from .memory import peak_bytes
 
 __all__ = [
-    "RECORDED", "causal_cases", "device_comparison", "interleaved_times", "load_recorded", "machine_info", "median_time", "op_time_breakdown",
-    "peak_memory",
-    "profiler_peak", "quiet_c_output", "synchronizer",
+    "RECORDED", "causal_cases", "device_comparison", "interleaved_times", "load_recorded", "machine_info",
+    "median_time", "op_time_breakdown", "peak_memory", "profiler_peak", "quiet_c_output", "synchronizer",
 ]
 
 

@@ -60,8 +60,9 @@ def test_counter_agrees_with_the_tiled_formula(causal):
     slow = N * T * 8                                          # the log-sum-exp (N, T) is the smallest slow tensor
     measured, formula = {}, {}
     for bq in (2, 4, 8):
-        # blocks of scores and the running output stay in fast memory; every query block sees at least two key blocks, so no
-        # key tile is reused from one query block to the next (the formula assumes none is)
+        # blocks of scores and the running output stay in fast memory; every query block sees at least
+        # two key blocks, so no key tile is reused from one query block to the next (the formula
+        # assumes none is)
         assert N * bq * d * 8 < slow
         measured[bq] = counted(lambda: chunked_attention(q, k, v, causal=causal, block_q=bq, block_k=1), slow).total
         formula[bq] = traffic.tiled_bytes(1, N, T, T, d, block_q=bq, causal=causal, itemsize=8)
