@@ -9,30 +9,33 @@ Shape: B=1, H=8, d=64, fp32, T in {512, 1024, 2048, 4096} ({256, 512} with --qui
     chunked  attnlab.torch_ops.chunked_attention(causal=True), default block sizes
     auto     attnlab.torch_ops.attention(impl="auto") with the (T, T) causal bool mask
 
+Forward and backward: "sdpa+bwd" and "chunked+bwd" time one forward and one backward pass
+(gradients of all of q, k, v for a fixed random output gradient).
+
 Memory: every (impl, T) runs in a fresh subprocess, so one case's memory cannot hide in
 another's heap. Peak memory growth is measured on the first full-size call, after a tiny
 warm-up (T=64) that starts thread pools and kernels: on CUDA torch.cuda.max_memory_allocated
 minus the memory allocated before the call; on CPU the resident-set high-water mark (VmHWM,
 reset through /proc/self/clear_refs) minus the resident set before the call. Both include the
 output. Time: one subprocess per T runs the four impls in turn (rotating the order each round)
-after one untimed call each; the median of --repeats rounds. See benchmarks/README.md.
+after one untimed call each (attnlab.bench.interleaved_times); the median of --repeats rounds.
+See benchmarks/README.md.
 """
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
-import platform
 import resource
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))                                 # this checkout's attnlab, as the children get
 IMPLS = ("sdpa", "auto", "chunked", "naive")
+BACKWARD_IMPLS = ("sdpa+bwd", "chunked+bwd")                  # timed only: forward and backward
 B, H, D = 1, 8, 64
 
 
@@ -68,6 +71,23 @@ def _make(impl, q, k, v, allowed):
         "chunked": lambda: chunked_attention(q, k, v, causal=True),
         "auto": lambda: attention(q, k, v, allowed=allowed, impl="auto"),
     }[impl]
+
+
+def _make_backward(impl, q, k, v):
+    """One forward and one backward pass of sdpa or chunked, gradients of q, k and v."""
+    import torch
+    import torch.nn.functional as F
+
+    from attnlab.torch_ops import chunked_attention
+    forward = {"sdpa+bwd": lambda a, b, c: F.scaled_dot_product_attention(a, b, c, is_causal=True),
+               "chunked+bwd": lambda a, b, c: chunked_attention(a, b, c, causal=True)}[impl]
+    grad_out = torch.randn_like(q)
+
+    def run():
+        with torch.enable_grad():
+            leaves = [x.detach().requires_grad_() for x in (q, k, v)]
+            forward(*leaves).backward(grad_out)
+    return run
 
 
 def _inputs(T, device):
@@ -113,19 +133,12 @@ def measure_memory(impl: str, T: int, device: str, threads: int | None) -> dict:
 
 def measure_time(T: int, device: str, repeats: int, threads: int | None) -> list[dict]:
     """Median time of every impl at one size; the impls take turns, so load drift hits all alike."""
-    sync = _setup(device, threads)
+    from attnlab.bench import interleaved_times
+    _setup(device, threads)
     inputs = _inputs(T, device)
     fns = {impl: _make(impl, *inputs) for impl in IMPLS}
-    times = {impl: [] for impl in IMPLS}
-    for fn in fns.values():                                    # untimed first call of each
-        fn()
-    for r in range(repeats):
-        for impl in IMPLS[r % len(IMPLS):] + IMPLS[:r % len(IMPLS)]:   # rotate the order each round
-            sync()
-            t0 = time.perf_counter()
-            fns[impl]()
-            sync()
-            times[impl].append(time.perf_counter() - t0)
+    fns.update({impl: _make_backward(impl, *inputs[:3]) for impl in BACKWARD_IMPLS})
+    times = interleaved_times(fns, repeats, device)
     return [{"impl": impl, "T": T, "time_s": statistics.median(ts), "times_s": ts} for impl, ts in times.items()]
 
 
@@ -142,15 +155,13 @@ def _child(args: list[str], device: str, threads: int | None):
 
 def _meta(device: str, threads: int | None) -> dict:
     import torch
+
+    from attnlab.bench import machine_info
     if threads:
         torch.set_num_threads(threads)
-    meta = {"date": datetime.datetime.now().isoformat(timespec="seconds"), "platform": platform.platform(),
-            "processor": platform.processor() or platform.machine(), "cpu_count": os.cpu_count(),
-            "torch": torch.__version__, "torch_threads": torch.get_num_threads(), "device": device,
-            "shape": {"B": B, "H": H, "d": D}, "dtype": "float32",
-            "load_average_start": [round(x, 2) for x in os.getloadavg()]}
-    if device.startswith("cuda"):
-        meta["gpu"] = torch.cuda.get_device_name(0)
+    meta = machine_info(device)
+    meta.update({"shape": {"B": B, "H": H, "d": D}, "dtype": "float32", "causal": True,
+                 "load_average_start": meta.pop("load_average", None)})
     return meta
 
 
@@ -160,7 +171,8 @@ def _targets(results: list[dict], T: int = 4096) -> list[dict]:
         return []
     at = {r["impl"]: r for r in results if r["T"] == T}
     t, m = (lambda i: at[i]["time_s"]), (lambda i: max(at[i]["peak_bytes"], 1))
-    goals = [("chunked time <= 2 x sdpa", t("chunked") / t("sdpa"), 2.0),
+    goals = [("chunked time <= 1.5 x sdpa", t("chunked") / t("sdpa"), 1.5),
+             ("chunked forward+backward <= 1.3 x sdpa's", t("chunked+bwd") / t("sdpa+bwd"), 1.3),
              ("naive time >= 4 x chunked", t("naive") / t("chunked"), 4.0),
              ("chunked memory <= 1/16 naive", m("chunked") / m("naive"), 1 / 16),
              ("auto time <= 1.15 x sdpa", t("auto") / t("sdpa"), 1.15)]
@@ -179,10 +191,12 @@ def table(data: dict) -> str:
            "| T | impl | median time (ms) | min time (ms) | time / sdpa | peak memory growth (MiB) | memory / sdpa |",
            "|---:|:---|---:|---:|---:|---:|---:|"]
     for r in rows:
-        base = next(b for b in rows if b["T"] == r["T"] and b["impl"] == "sdpa")
+        ref = "sdpa+bwd" if r["impl"] in BACKWARD_IMPLS else "sdpa"
+        base = next(b for b in rows if b["T"] == r["T"] and b["impl"] == ref)
+        memory = (f"{r['peak_bytes'] / 2**20:.1f} | {r['peak_bytes'] / max(base['peak_bytes'], 1):.2f}"
+                  if "peak_bytes" in r else "| ")
         out.append(f"| {r['T']} | {r['impl']} | {r['time_s'] * 1e3:.1f} | {min(r['times_s']) * 1e3:.1f} | "
-                   f"{r['time_s'] / base['time_s']:.2f} | "
-                   f"{r['peak_bytes'] / 2**20:.1f} | {r['peak_bytes'] / max(base['peak_bytes'], 1):.2f} |")
+                   f"{r['time_s'] / base['time_s']:.2f} | {memory} |")
     if not data["targets"]:
         return "\n".join(out + ["", "(the goals are set at T = 4096; run without --quick to check them)"])
     out += ["", "| goal at T = 4096 | measured | limit | met |", "|:---|---:|---:|:---|"]
@@ -216,7 +230,8 @@ def main(argv=None) -> int:
         }
         for impl in IMPLS:
             results.append({**timed[impl], **_child(["--memory-case", impl, str(T)], a.device, a.threads)})
-    meta["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
+        results += [timed[impl] for impl in BACKWARD_IMPLS]
+    meta["load_average_end"] = [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None
     data = {"meta": meta, "results": results}
     data["targets"] = _targets(results)
     print(table(data))

@@ -400,3 +400,62 @@ def test_sdpa_dropout_acts_on_the_weights_with_the_same_moments():
     q_keep = 1 - p_drop
     se_entry = a * np.sqrt((1 - q_keep) / q_keep / N)       # E A~ = A, Var A~_j = a_j^2 (1-q)/q
     assert np.all(np.abs(out.mean(0) - a) < Z_TOL * se_entry)
+
+
+# ----------------------------------------------------------------------------------------
+# Chapter 2: scaling after initialisation, QK-norm, soft-capping, half precision
+# ----------------------------------------------------------------------------------------
+
+def test_aligned_query_has_mean_score_rho_dk_exactly():
+    """q = rho k + sqrt(1 - rho^2) z with unit-variance coordinates: E[q . k] = rho d_k (SymPy, d_k = 3)."""
+    rho = sp.Rational(1, 2)
+    k = sp.symbols("k1:4", real=True)
+    z = sp.symbols("z1:4", real=True)
+    score = sum((rho * kr + sp.sqrt(1 - rho**2) * zr) * kr for kr, zr in zip(k, z))
+    # expectation over independent standard normal k_r, z_r: E[k^2] = 1, E[k z] = E[k] E[z] = 0
+    moments = {kr**2: 1 for kr in k}
+    expanded = sp.expand(score)
+    mean = sum(coef * (moments.get(term, 0)) for term, coef in expanded.as_coefficients_dict().items())
+    assert mean == rho * 3
+
+
+@pytest.mark.parametrize("b,S", [(1.0, 4), (8.0, 16), (50.0, 1000)])
+def test_bounded_logits_bound_the_largest_weight(b, S):
+    """Scores in [-b, b]: the largest weight is at most 1 / (1 + (S - 1) e^{-2b}), attained at the extremes."""
+    bound = 1 / (1 + (S - 1) * np.exp(-2 * b))
+    extreme = np.array([b] + [-b] * (S - 1))
+    np.testing.assert_allclose(al.softmax(extreme)[0], bound, rtol=1e-12)
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        assert al.softmax(rng.uniform(-b, b, S)).max() <= bound * (1 + 1e-12)
+
+
+def test_qk_norm_and_soft_cap_keep_scores_in_range():
+    rng = np.random.default_rng(1)
+    q, k = 1e3 * rng.standard_normal((50, 64)), 1e3 * rng.standard_normal((70, 64))
+    unit = lambda x: x / np.linalg.norm(x, axis=-1, keepdims=True)
+    g, c = 8.0, 8.0
+    assert np.abs(g * unit(q) @ unit(k).T).max() <= g * (1 + 1e-12)
+    capped = c * np.tanh((q @ k.T / 8.0) / c)
+    assert np.abs(capped).max() <= c
+    small = np.linspace(-0.1, 0.1, 11)
+    np.testing.assert_allclose(c * np.tanh(small / c), small, atol=1e-5)   # close to s for |s| << c
+
+
+def test_float16_scores_overflow_and_prescaling_fixes_them():
+    q = torch.full((1, 128), 24.0, dtype=torch.float16)
+    k = torch.full((3, 128), 24.0, dtype=torch.float16)
+    assert torch.isinf(q @ k.T).all() and 128 * 24 * 24 > float(torch.finfo(torch.float16).max)
+    assert torch.isfinite((q / 128**0.5) @ k.T).all()
+    # after max-subtraction no exponent is positive, in any format
+    u = torch.tensor([1e4, 3.0, -5.0], dtype=torch.float16)
+    assert torch.isfinite(torch.exp(u - u.max())).all() and torch.exp(u - u.max()).max() == 1
+
+
+def test_float16_accumulator_stalls_on_small_weights():
+    total = np.float16(0)
+    for x in np.full(4096, 1 / 4096, dtype=np.float16):
+        total = np.float16(total + x)
+    spacing = np.spacing(np.float16(total))
+    assert float(total) <= 0.5 and np.float16(1 / 4096) <= spacing / 2   # the next weight rounds away
+    assert abs(np.float32(np.full(4096, 1 / 4096, np.float32).sum()) - 1) < 1e-5

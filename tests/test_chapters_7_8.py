@@ -362,3 +362,29 @@ def test_heads_are_summed_through_w_o():
         o_h = al.attention(x @ w_q[:, cols], x @ w_k[:, cols], x @ w_v[:, cols])
         total += o_h @ w_o[cols]
     np.testing.assert_allclose(total, y, atol=1e-12)
+
+
+# ----------------------------------------------------------------------------- the recompute trade
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_chunked_backward_does_five_products_where_naive_does_four(causal):
+    """FlopCounterMode: both forwards do 2 products; the naive backward 4, the recomputing one 5."""
+    T = S = 64
+    d = 8
+    q, k, v = (torch.randn(1, 2, n, d, dtype=torch.float64, requires_grad=True) for n in (T, S, S))
+    allowed = torch.ones(T, S, dtype=torch.bool).tril() if causal else None
+    counts = {}
+    for impl in ("naive", "chunked"):
+        with FlopCounterMode(display=False) as counter:
+            if impl == "chunked":       # blocks of 1 x 1 compute exactly the allowed pairs, nothing more
+                out = ops.chunked_attention(q, k, v, causal=causal, block_q=1, block_k=1 if causal else S)
+            else:
+                out = ops.attention(q, k, v, allowed=allowed, impl="naive")
+            forward = counter.get_total_flops()
+            out.backward(torch.ones_like(out))
+        counts[impl] = (forward, counter.get_total_flops() - forward)
+    full = 2 * 2 * T * S * d                                   # one product over all pairs, 2 heads
+    assert counts["naive"] == (2 * full, 4 * full)
+    pairs = T * (T + 1) // 2 if causal else T * S
+    one = 2 * 2 * pairs * d                                    # one product over the computed pairs
+    assert counts["chunked"] == (2 * one, 5 * one)

@@ -88,6 +88,8 @@ class _OpLog(TorchDispatchMode):
                 self.largest = max(self.largest, t.numel())
         if func in (torch.ops.aten.mm.default, torch.ops.aten.bmm.default):
             self.matmul_flops += 2 * out.numel() * args[0].shape[-1]
+        elif func in (torch.ops.aten.baddbmm.default, torch.ops.aten.baddbmm.out):  # out += b1 @ b2
+            self.matmul_flops += 2 * out.numel() * args[1].shape[-1]
         return out
 
 

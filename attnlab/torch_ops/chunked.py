@@ -31,10 +31,12 @@ from .. import _validate as V
 from ..errors import AttentionInputError
 from ._checks import check_qkv, empty_row_error, positive_int
 
-# Measured on a 2-core CPU (B=1, H=8, d=64, fp32): 256 x 512 blocks keep each block's scores
-# (8 * 256 * 512 floats = 4 MiB) cache-friendly while the matrix products stay large enough.
-BLOCK_Q = 256
-BLOCK_K = 512
+# Measured on this book's 2-core CPU (B=1, H=8, d=64, fp32, T=4096; benchmarks/chunked_blocks.py):
+# one block of scores for all heads, 8 * 128 * 256 floats = 1 MiB, stays in the L2 caches while
+# it is exponentiated, summed and multiplied by V; larger blocks spill to L3, smaller ones pay
+# more Python overhead per block.
+BLOCK_Q = 128
+BLOCK_K = 256
 
 
 def _key_end(i1: int, S: int, causal: bool, offset: int) -> int:
@@ -54,62 +56,80 @@ def _future(i0, i1, j0, j1, causal, offset, device):
     return j > i                                                 # (bq, bk)
 
 
-def _block_scores(qs, k, j0, j1, future):
-    """Scaled scores of a query block against keys j0:j1, future keys set to -inf."""
-    s = qs @ k[..., j0:j1, :].transpose(-2, -1)                 # (..., bq, bk)
+def _block_scores(qs, k_t, j0, j1, future, buf):
+    """Scaled scores of a query block against keys j0:j1, future keys set to -inf.
+
+    Written into the front of ``buf``, one flat buffer reused by every block: no allocation per block.
+    """
+    shape = (qs.shape[0], qs.shape[1], j1 - j0)
+    s = torch.bmm(qs, k_t[:, :, j0:j1], out=buf[: shape[0] * shape[1] * shape[2]].view(shape))  # (N, bq, bk)
     if future is not None:
         s.masked_fill_(future, float("-inf"))
     return s
 
 
+def _flat(x):
+    """(..., n, d) -> (N, n, d): one batch axis for torch.bmm (a copy only if x is expanded)."""
+    return x.reshape(-1, *x.shape[-2:])
+
+
 def _forward(q, k, v, scale, causal, offset, block_q, block_k):
     """Online-softmax forward. Returns out (..., T, d_v) and lse (..., T)."""
     T, S = q.shape[-2], k.shape[-2]
-    out = q.new_empty(q.shape[:-1] + v.shape[-1:])             # (..., T, d_v)
-    lse = q.new_empty(q.shape[:-1])                             # (..., T)
+    lead = q.shape[:-2]
+    q_s = _flat(q * scale)                                      # (N, T, d_k), scaled once
+    k_t = _flat(k).transpose(1, 2).contiguous()                 # (N, d_k, S): rows of K^T contiguous
+    v_f = _flat(v)                                              # (N, S, d_v)
+    out = q_s.new_empty(q_s.shape[:2] + v_f.shape[-1:])         # (N, T, d_v)
+    lse = q_s.new_empty(q_s.shape[:2])                          # (N, T)
+    buf = q_s.new_empty(q_s.shape[0] * min(block_q, T) * min(block_k, S))  # one block of scores
     for i0 in range(0, T, block_q):
         i1 = min(i0 + block_q, T)
-        qs = q[..., i0:i1, :] * scale                           # (..., bq, d_k), scaled once
+        qs = q_s[:, i0:i1]                                      # (N, bq, d_k)
         end = _key_end(i1, S, causal, offset)
         m = l = acc = None
         for j0 in range(0, end, block_k):
             j1 = min(j0 + block_k, end)
-            s = _block_scores(qs, k, j0, j1, _future(i0, i1, j0, j1, causal, offset, q.device))
-            m_new = s.amax(dim=-1) if m is None else torch.maximum(m, s.amax(dim=-1))  # (..., bq)
-            p = s.sub_(m_new[..., None]).exp_()                 # (..., bq, bk), in place
-            v_j = v[..., j0:j1, :]                              # (..., bk, d_v)
+            s = _block_scores(qs, k_t, j0, j1, _future(i0, i1, j0, j1, causal, offset, q.device), buf)
+            m_new = s.amax(dim=-1) if m is None else torch.maximum(m, s.amax(dim=-1))  # (N, bq)
+            p = s.sub_(m_new[..., None]).exp_()                 # (N, bq, bk), in place
             if m is None:                                       # first block: nothing to rescale
-                l, acc = p.sum(dim=-1), p @ v_j
+                l, acc = p.sum(dim=-1), torch.bmm(p, v_f[:, j0:j1])
             else:
-                c = (m - m_new).exp_()                          # (..., bq) rescales the old sums
+                c = (m - m_new).exp_()                          # (N, bq) rescales the old sums
                 l = l.mul_(c).add_(p.sum(dim=-1))
-                acc = acc.mul_(c[..., None]).add_(p @ v_j)      # (..., bq, d_v)
+                torch.baddbmm(acc.mul_(c[..., None]), p, v_f[:, j0:j1], out=acc)  # (N, bq, d_v) += P V_j
             m = m_new
-        out[..., i0:i1, :] = acc / l[..., None]
-        lse[..., i0:i1] = m + l.log()
-    return out, lse
+        torch.div(acc, l[..., None], out=out[:, i0:i1])
+        torch.add(m, l.log_(), out=lse[:, i0:i1])
+    return out.view(*lead, T, -1), lse.view(*lead, T)
 
 
 def _backward(q, k, v, out, lse, d_out, scale, causal, offset, block_q, block_k):
     """FlashAttention-2 backward: recompute each block's weights from lse, accumulate grads."""
     T, S = q.shape[-2], k.shape[-2]
-    dq, dk, dv = torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
-    delta = (d_out * out).sum(dim=-1)                           # (..., T) = rowsum(P * dP)
+    q_s, k_f, v_f = _flat(q * scale), _flat(k), _flat(v)        # (N, T, d_k), (N, S, d_k), (N, S, d_v)
+    k_t, v_t = k_f.transpose(1, 2).contiguous(), v_f.transpose(1, 2).contiguous()  # (N, d, S)
+    d_o, lse_f = _flat(d_out), lse.reshape(-1, T)               # (N, T, d_v), (N, T)
+    delta = (d_o * _flat(out)).sum(dim=-1)                      # (N, T) = rowsum(dO * O)
+    dq, dk, dv = torch.zeros_like(q_s), torch.zeros_like(k_f), torch.zeros_like(v_f)
+    n_block = q_s.shape[0] * min(block_q, T) * min(block_k, S)
+    buf, buf_dp = q_s.new_empty(n_block), q_s.new_empty(n_block)  # scores and dL/dP, reused
     for i0 in range(0, T, block_q):
         i1 = min(i0 + block_q, T)
-        qs = q[..., i0:i1, :] * scale                           # (..., bq, d_k)
-        do = d_out[..., i0:i1, :]                               # (..., bq, d_v)
+        qs, do, dq_i = q_s[:, i0:i1], d_o[:, i0:i1], dq[:, i0:i1]   # (N, bq, d) views
         end = _key_end(i1, S, causal, offset)
         for j0 in range(0, end, block_k):
             j1 = min(j0 + block_k, end)
-            s = _block_scores(qs, k, j0, j1, _future(i0, i1, j0, j1, causal, offset, q.device))
-            p = s.sub_(lse[..., i0:i1, None]).exp_()            # (..., bq, bk) the weights, recomputed
-            dv[..., j0:j1, :] += p.transpose(-2, -1) @ do       # (..., bk, d_v)
-            dp = do @ v[..., j0:j1, :].transpose(-2, -1)        # (..., bq, bk) dL/dP
-            ds = p.mul_(dp.sub_(delta[..., i0:i1, None]))       # (..., bq, bk) dL/d(scaled scores)
-            dq[..., i0:i1, :] += ds @ k[..., j0:j1, :]          # (..., bq, d_k)
-            dk[..., j0:j1, :] += ds.transpose(-2, -1) @ qs      # (..., bk, d_k)
-    return dq.mul_(scale), dk, dv
+            s = _block_scores(qs, k_t, j0, j1, _future(i0, i1, j0, j1, causal, offset, q.device), buf)
+            p = s.sub_(lse_f[:, i0:i1, None]).exp_()            # (N, bq, bk) the weights, recomputed
+            dv_j, dk_j = dv[:, j0:j1], dk[:, j0:j1]             # (N, bk, d) views, accumulated in place
+            torch.baddbmm(dv_j, p.transpose(1, 2), do, out=dv_j)  # (N, bk, d_v) += P^T dO
+            dp = torch.bmm(do, v_t[:, :, j0:j1], out=buf_dp[: p.numel()].view(p.shape))  # (N, bq, bk) dL/dP
+            ds = p.mul_(dp.sub_(delta[:, i0:i1, None]))         # (N, bq, bk) dL/d(scaled scores)
+            torch.baddbmm(dq_i, ds, k_f[:, j0:j1], out=dq_i)    # (N, bq, d_k) += dS K
+            torch.baddbmm(dk_j, ds.transpose(1, 2), qs, out=dk_j)  # (N, bk, d_k) += dS^T (scale Q)
+    return dq.mul_(scale).view(q.shape), dk.view(k.shape), dv.view(v.shape)
 
 
 class _ChunkedAttention(torch.autograd.Function):

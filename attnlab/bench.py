@@ -1,0 +1,185 @@
+"""Measuring attention: timers, peak-memory probes, the profiler's memory timeline, recorded results.
+
+Used by chapter 7 and by ``benchmarks/``. Times are medians of repeated calls after a warm-up;
+several functions compared with each other take turns (:func:`interleaved_times`), so that a
+neighbour's load on a shared machine slows them alike and their *ratios* stay meaningful.
+"""
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import os
+import platform
+import statistics
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from .errors import AttentionInputError
+from .memory import peak_bytes
+
+__all__ = [
+    "RECORDED", "causal_cases", "device_comparison", "interleaved_times", "load_recorded", "machine_info",
+    "median_time", "op_time_breakdown", "peak_memory", "profiler_peak", "quiet_c_output", "synchronizer",
+]
+
+
+def synchronizer(device) -> callable:
+    """A function that waits until ``device`` has finished its queued work (a no-op on the CPU)."""
+    kind = torch.device(device).type
+    if kind == "cuda":
+        return torch.cuda.synchronize
+    if kind == "mps":
+        return torch.mps.synchronize
+    return lambda: None
+
+
+def _repeats(repeats):
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise AttentionInputError(f"repeats must be a positive integer; got {repeats!r}")
+    return repeats
+
+
+def median_time(fn, repeats: int = 5, device="cpu") -> float:
+    """Median wall time of ``fn()`` in seconds over ``repeats`` calls, after one untimed call."""
+    return statistics.median(interleaved_times({"fn": fn}, repeats, device)["fn"])
+
+
+def interleaved_times(fns: dict, repeats: int = 5, device="cpu") -> dict:
+    """Times (seconds) of several functions, each called ``repeats`` times in rotating order after one
+    untimed call each. Returns {name: [seconds, ...]}."""
+    repeats, sync = _repeats(repeats), synchronizer(device)
+    names = list(fns)
+    for fn in fns.values():
+        fn()
+    times = {name: [] for name in names}
+    for r in range(repeats):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            sync()
+            t0 = time.perf_counter()
+            fns[name]()
+            sync()
+            times[name].append(time.perf_counter() - t0)
+    return times
+
+
+def causal_cases(q, k, v) -> dict:
+    """The three ways chapter 7 computes causal self-attention, as functions of no arguments."""
+    from . import masks
+    from .torch_ops import attention, chunked_attention
+    allowed = torch.as_tensor(masks.causal(q.shape[-2]), device=q.device)      # (T, T)
+    return {
+        "naive": lambda: attention(q, k, v, allowed=allowed, impl="naive"),
+        "sdpa": lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+        "chunked": lambda: chunked_attention(q, k, v, causal=True),
+    }
+
+
+def peak_memory(fn, device="cpu") -> int:
+    """Peak memory growth of one call of ``fn`` in bytes: the CUDA allocator's peak on a GPU,
+    :func:`attnlab.memory.peak_bytes` (tensor by tensor) elsewhere."""
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+        fn()
+        torch.cuda.synchronize()
+        return torch.cuda.max_memory_allocated() - base
+    return peak_bytes(fn)[1]
+
+
+@contextlib.contextmanager
+def quiet_c_output():
+    """Silence writes to file descriptors 1 and 2 (the profiler's C++ logs bypass sys.stdout)."""
+    saved, null = [os.dup(1), os.dup(2)], os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 1)
+        os.dup2(null, 2)
+        yield
+    finally:
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in (*saved, null):
+            os.close(fd)
+
+
+def profiler_peak(fn) -> int | None:
+    """Peak bytes of torch.profiler's CPU memory timeline for one call (None: this torch has no export).
+
+    The timeline watches the allocator, so it also sees scratch space a fused kernel allocates inside
+    one operation, and the tensors the call reads.
+    """
+    from torch.profiler import ProfilerActivity, profile
+    with quiet_c_output(), tempfile.TemporaryDirectory() as tmp:
+        with profile(activities=[ProfilerActivity.CPU], profile_memory=True, record_shapes=True,
+                     with_stack=True) as prof:
+            fn()
+        if not hasattr(prof, "export_memory_timeline"):
+            return None
+        path = os.path.join(tmp, "timeline.json")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")                    # the export is marked deprecated
+            prof.export_memory_timeline(path, device="cpu")
+        _, sizes = json.loads(Path(path).read_text())
+    return max(sum(s) for s in sizes) if sizes else 0
+
+
+def machine_info(device="cpu") -> dict:
+    """Date, platform, CPU count, torch version and threads, load average: the provenance of a result."""
+    info = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "platform": platform.platform(), "processor": platform.processor() or platform.machine(),
+            "cpu_count": os.cpu_count(), "torch": torch.__version__, "torch_threads": torch.get_num_threads(),
+            "device": str(device)}
+    if hasattr(os, "getloadavg"):
+        info["load_average"] = [round(x, 2) for x in os.getloadavg()]
+    if torch.device(device).type == "cuda":
+        info["gpu"] = torch.cuda.get_device_name(0)
+    return info
+
+
+def load_recorded(path) -> dict | None:
+    """A recorded benchmark file (JSON with "meta" and "results"), or None where there is none."""
+    path = Path(path)
+    if not path.exists():
+        return None
+    data = json.loads(path.read_text())
+    if not {"meta", "results"} <= set(data):
+        raise AttentionInputError(f"{path} is not a recorded benchmark: it needs 'meta' and 'results'")
+    return data
+
+
+def op_time_breakdown(fn) -> dict:
+    """Where one call of ``fn`` spends its time, by torch.profiler: seconds of self CPU time per ATen
+    operation, and "wall" for the whole call. The difference is time outside the operations
+    (Python, dispatch)."""
+    from torch.profiler import ProfilerActivity, profile
+    with quiet_c_output(), profile(activities=[ProfilerActivity.CPU]) as prof:
+        t0 = time.perf_counter()
+        fn()
+        wall = time.perf_counter() - t0
+    ops = {e.key: e.self_cpu_time_total / 1e6 for e in prof.key_averages() if e.key.startswith("aten::")}
+    return {"wall": wall, "ops": ops}
+
+
+RECORDED = Path(__file__).parent / "recorded"
+"""The folder of recorded benchmark files shipped with the package."""
+
+
+def device_comparison(device, T_list, repeats: int = 3, H: int = 8, d: int = 64) -> list[dict]:
+    """Median time and peak memory growth of naive / sdpa / chunked causal attention on ``device``,
+    one row per (T, impl), the three timed in turns at each T."""
+    rows = []
+    for T in T_list:
+        q, k, v = (torch.randn(1, H, T, d, device=device) for _ in range(3))   # (B, H, T, d)
+        cases = causal_cases(q, k, v)
+        with torch.no_grad():
+            times = interleaved_times(cases, repeats, device)
+            for impl, fn in cases.items():
+                rows.append({"T": T, "impl": impl, "time (ms)": 1e3 * statistics.median(times[impl]),
+                             "peak memory growth (MiB)": peak_memory(fn, device) / 2**20})
+    return rows
