@@ -133,11 +133,17 @@ def test_page_fits_a_phone_screen(site, rel):
 
 
 # Elements whose content is wider than their box: the deepest ones (an overflowing formula makes its
-# ancestors overflow too; the formula is reported). MathJax's hidden assistive MathML is skipped.
+# ancestors overflow too; the formula is reported).
 OVERFLOW_JS = """() => {
   const root = document.querySelector('article') || document.querySelector('main') || document.body;
   const wide = [...root.querySelectorAll('*')].filter(el => {
-    if (el.closest('mjx-assistive-mml')) return false;
+    // MathJax: only a display formula's own box counts (glyphs of inline math overhang their
+    // inline-block by a few px; a formula really too wide for its line makes the paragraph overflow)
+    const mjx = el.closest('mjx-container');
+    if (mjx && (el !== mjx || mjx.getAttribute('display') !== 'true')) return false;
+    if (el.closest('span.math')) return false;
+    // inside an SVG picture or a slider's track: their own boxes are what the reader sees
+    if ((el.closest('svg') && el.tagName.toLowerCase() !== 'svg') || el.closest('.noUi-target')) return false;
     const cw = el.clientWidth;
     return cw > 0 && el.scrollWidth - cw > 1 && el.getClientRects().length > 0;
   });
@@ -192,8 +198,9 @@ FIGURE_TEXT_JS = """() => {
                                    textPx: Math.round(shown * 10) / 10, shownWidth: img.clientWidth,
                                    naturalWidth: img.naturalWidth});
   }
-  const col = root.querySelector('div.cell_output');
-  return {count: imgs.length, small, unstamped, column: col ? col.clientWidth : null};
+  const col = root.querySelector(':scope > section') || root;         // the column of the page's prose
+  const pad = parseFloat(getComputedStyle(col).paddingLeft) + parseFloat(getComputedStyle(col).paddingRight);
+  return {count: imgs.length, small, unstamped, column: imgs.length ? col.clientWidth - pad : null};
 }"""
 
 # Explorer controls (buttons, dropdowns, sliders) whose box sticks out of the explorer or the window.
