@@ -142,8 +142,8 @@ OVERFLOW_JS = """() => {
     const mjx = el.closest('mjx-container');
     if (mjx && (el !== mjx || mjx.getAttribute('display') !== 'true')) return false;
     if (el.closest('span.math')) return false;
-    // inside an SVG picture or a slider's track: their own boxes are what the reader sees
-    if ((el.closest('svg') && el.tagName.toLowerCase() !== 'svg') || el.closest('.noUi-target')) return false;
+    // inside an SVG picture or a slider: their own boxes are what the reader sees
+    if ((el.closest('svg') && el.tagName.toLowerCase() !== 'svg') || el.closest('.widget-slider')) return false;
     const cw = el.clientWidth;
     return cw > 0 && el.scrollWidth - cw > 1 && el.getClientRects().length > 0;
   });
