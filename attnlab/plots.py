@@ -1,24 +1,96 @@
 """Figures shared by the chapters: weight heatmaps, mask grids and convex-hull pictures.
 
 Every chapter draws with these helpers so the figures look alike. Call :func:`book_style`
-once per page (it only sets matplotlib rcParams).
+once per page: it sets matplotlib's rcParams and, in a Jupyter kernel, the PNG formatter of
+figures, which makes every text of a figure legible in the book (see :func:`make_legible`).
 """
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.text import Text
 
 ALLOWED_COLOR = "#2b6cb0"
 FORBIDDEN_COLOR = "#edf2f7"
+FIGURE_DPI = 110         # pixels per inch of the PNGs in the book
+COLUMN_PX = 720          # width of the book's text column at a 1280 px window (tests/test_browser.py measures it)
+MIN_TEXT_PX = 9.0        # the smallest text a reader may see there, in CSS pixels
+PNG_TEXT_KEY = "attnlab:min-text-px"   # PNG tEXt entry: smallest text, in pixels of the PNG itself
+_PAD_INCHES = 0.1        # matplotlib's pad around a bbox_inches="tight" figure
 
 
 def book_style() -> None:
-    """Consistent figure size, resolution and fonts across chapters."""
+    """Consistent figure size, resolution and fonts across chapters; legible PNGs in a kernel."""
     plt.rcParams.update({
-        "figure.figsize": (6.0, 3.6), "figure.dpi": 110, "savefig.dpi": 110,
-        "font.size": 10, "axes.titlesize": 11, "axes.labelsize": 10,
+        "figure.figsize": (6.0, 3.6), "figure.dpi": FIGURE_DPI, "savefig.dpi": FIGURE_DPI,
+        "font.size": 11, "axes.titlesize": 12, "axes.labelsize": 11, "xtick.labelsize": 10,
+        "ytick.labelsize": 10, "legend.fontsize": 10, "figure.titlesize": 12,
         "axes.spines.top": False, "axes.spines.right": False, "figure.constrained_layout.use": True,
     })
+    _install_png_formatter()
+
+
+def _visible_texts(fig) -> list[Text]:
+    return [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
+
+
+def _shown_scale(fig) -> float:
+    """How much the book shrinks the PNG of ``fig``: column width / PNG width, at most 1."""
+    fig.draw_without_rendering()                                     # runs the layout engine first
+    bbox = fig.get_tightbbox(fig.canvas.get_renderer())              # inches
+    png_px = (bbox.width + 2 * _PAD_INCHES) * fig.dpi
+    return min(1.0, COLUMN_PX / png_px)
+
+
+def make_legible(fig, min_px: float = MIN_TEXT_PX) -> float:
+    """Raise every text of ``fig`` that would be shown smaller than ``min_px`` in the book.
+
+    A PNG wider than the column (``COLUMN_PX``) is shrunk to fit, and its text with it: a
+    font of ``pt`` points is shown at ``pt * dpi / 72 * scale`` pixels. Texts below the floor
+    (tick labels, legends, cell numbers, a chapter's own ``fontsize=``) are raised to it; the
+    layout is redone and checked again, as bigger labels widen the figure. Returns the
+    smallest text size in pixels of the PNG (what :data:`PNG_TEXT_KEY` records).
+    """
+    for _ in range(4):
+        floor_pt = min_px * 1.03 * 72 / (fig.dpi * _shown_scale(fig))   # 3 % spare for rounding
+        small = [t for t in _visible_texts(fig) if t.get_fontsize() < floor_pt - 1e-6]
+        if not small:
+            break
+        for ax in fig.axes:                           # tick labels: through tick_params, so new ticks get it too
+            for name, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
+                for which, ticks in (("major", axis.get_major_ticks()), ("minor", axis.get_minor_ticks())):
+                    if ticks and ticks[0].label1.get_fontsize() < floor_pt:
+                        ax.tick_params(axis=name, which=which, labelsize=floor_pt)
+        for t in small:
+            if t.get_fontsize() < floor_pt:
+                t.set_fontsize(floor_pt)
+    sizes = [t.get_fontsize() for t in _visible_texts(fig)]
+    return (min(sizes) if sizes else plt.rcParams["font.size"]) * fig.dpi / 72
+
+
+def _legible_png(fig, **kwargs) -> str:
+    """The inline backend's PNG of ``fig`` (base64), made legible and stamped with its smallest text."""
+    from IPython.core.pylabtools import print_figure
+    smallest = make_legible(fig)
+    kwargs.setdefault("bbox_inches", "tight")
+    return print_figure(fig, "png", base64=True, metadata={PNG_TEXT_KEY: f"{smallest:.2f}"}, **kwargs)
+
+
+def _install_png_formatter() -> None:
+    """In an IPython kernel, draw figures with :func:`_legible_png` (no-op elsewhere)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is None or not hasattr(shell, "display_formatter"):
+        return
+    import matplotlib
+    from matplotlib.figure import Figure
+    if "inline" in matplotlib.get_backend():
+        # importing the inline backend registers its own formatters: let it do so first
+        import matplotlib_inline.backend_inline  # noqa: F401
+    shell.display_formatter.formatters["image/png"].for_type(Figure, _legible_png)
 
 
 def _label_axes(ax, rows, cols, row_labels, col_labels, xlabel, ylabel, title):
@@ -32,20 +104,44 @@ def _label_axes(ax, rows, cols, row_labels, col_labels, xlabel, ylabel, title):
 
 
 def heatmap(ax, matrix, row_labels=None, col_labels=None, title=None, annotate=True, fmt="{:.2f}",
-            cmap="viridis", vmin=None, vmax=None, xlabel="key j", ylabel="query i"):
-    """Draw a matrix (e.g. attention weights, rows = queries) with optional numbers in the cells."""
+            cmap="viridis", vmin=None, vmax=None, xlabel="key j", ylabel="query i", colorbar=None):
+    """Draw a matrix (e.g. attention weights, rows = queries) with optional numbers in the cells.
+
+    A heatmap whose cells carry no numbers gets a colour bar (``colorbar=None`` means: when
+    not annotated). Heatmaps of one figure with the same explicit scale (cmap, vmin, vmax)
+    share one bar, beside the last of them.
+    """
     m = np.asarray(matrix, dtype=float)
     im = ax.imshow(m, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
     rows, cols = m.shape
     _label_axes(ax, rows, cols, row_labels, col_labels, xlabel, ylabel, title)
-    if annotate and rows * cols <= 100:
+    annotated = annotate and rows * cols <= 100
+    if annotated:
         lo, hi = np.nanmin(m), np.nanmax(m)
         mid = (lo + hi) / 2
+        size = plt.rcParams["xtick.labelsize"]
         for i in range(rows):
             for j in range(cols):
-                ax.text(j, i, fmt.format(m[i, j]), ha="center", va="center", fontsize=8,
+                ax.text(j, i, fmt.format(m[i, j]), ha="center", va="center", fontsize=size,
                         color="white" if m[i, j] < mid else "black")
+    if colorbar or (colorbar is None and not annotated):
+        shared = (str(cmap), vmin, vmax) if vmin is not None and vmax is not None else None
+        _colorbar(ax, im, shared)
     return im
+
+
+def _colorbar(ax, im, shared) -> None:
+    """A colour bar for ``im``; with a ``shared`` scale key, one bar for all such axes of the figure."""
+    fig = ax.figure
+    bars = fig.__dict__.setdefault("_attnlab_colorbars", {})
+    axes = [ax]
+    if shared is not None and shared in bars:
+        axes, bar = bars[shared]
+        bar.remove()
+        axes = [*axes, ax]
+    bar = fig.colorbar(im, ax=axes, shrink=0.85 if len(axes) == 1 else 0.9, pad=0.02)
+    if shared is not None:
+        bars[shared] = (axes, bar)
 
 
 def mask_grid(ax, allowed, title=None, row_labels=None, col_labels=None, xlabel="key position j",
@@ -107,7 +203,7 @@ def convex_picture(ax, values, weights, allowed=None, labels=None, title=None):
         ax.annotate(labels[j] if labels is not None else f"$v_{{{j + 1}}}$", p, textcoords="offset points",
                     xytext=(6, 6))
     ax.set_aspect("equal", adjustable="datalim")
-    ax.legend(loc="best", fontsize=8)
+    ax.legend(loc="best")
     if title:
         ax.set_title(title)
     return out

@@ -118,6 +118,192 @@ def test_page_fits_a_phone_screen(site, rel):
     with open_page(browser, base, rel, width=390, height=844) as (page, _):
         overflow = page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
         assert overflow <= 2, f"{rel}: the page scrolls sideways by {overflow}px on a 390px-wide screen"
+        cut = page.evaluate(CUT_OFF_JS)
+        assert cut == [], (f"{rel}: at 390 px, math or figures cut off or overflowing the page "
+                           f"(not scrolling in a box of their own): {cut}")
+        small = page.evaluate(FIGURE_TEXT_JS)
+        assert small["small"] == [], f"{rel}: figure text below 9 px at 390 px: {small['small']}"
+        if rel == "chapters/03_masks.html":
+            clipped = page.evaluate(CLIPPED_CONTROLS_JS)
+            assert clipped == [], f"{rel}: explorer controls cut off at 390 px: {clipped}"
+        if rel.startswith("chapters/") or rel.count("/") == 0:
+            SHOTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(SHOTS / ("390__" + rel.replace("/", "__").removesuffix(".html") + ".png")),
+                            full_page=True)
+
+
+# Elements whose content is wider than their box: the deepest ones (an overflowing formula makes its
+# ancestors overflow too; the formula is reported).
+OVERFLOW_JS = """() => {
+  const root = document.querySelector('article') || document.querySelector('main') || document.body;
+  const wide = [...root.querySelectorAll('*')].filter(el => {
+    // MathJax: only a display formula's own box counts (glyphs of inline math overhang their
+    // inline-block by a few px; a formula really too wide for its line makes the paragraph overflow)
+    const mjx = el.closest('mjx-container');
+    if (mjx && (el !== mjx || mjx.getAttribute('display') !== 'true')) return false;
+    if (el.closest('span.math')) return false;
+    // inside an SVG picture or a slider: their own boxes are what the reader sees
+    if ((el.closest('svg') && el.tagName.toLowerCase() !== 'svg') || el.closest('.widget-slider')) return false;
+    const cw = el.clientWidth;
+    return cw > 0 && el.scrollWidth - cw > 1 && el.getClientRects().length > 0;
+  });
+  const deepest = wide.filter(el => !wide.some(other => other !== el && el.contains(other)));
+  return deepest.map(el => ({
+    element: el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') + (el.className && typeof el.className === 'string'
+             ? '.' + el.className.trim().split(/\\s+/).join('.') : ''),
+    box: el.clientWidth, content: el.scrollWidth,
+    near: (el.closest('[id]') || {}).id || '',
+    text: (el.textContent || '').trim().replace(/\\s+/g, ' ').slice(0, 70),
+  }));
+}"""
+
+# Display math, figures and explorer pictures at phone width: content may scroll inside a box of its
+# own (overflow-x auto/scroll) but may not be clipped (hidden/clip) nor stick out of the page.
+CUT_OFF_JS = """() => {
+  const root = document.querySelector('article') || document.body;
+  const els = root.querySelectorAll('mjx-container[display="true"], div.cell_output img, .widget-html-content svg');
+  const bad = [];
+  for (const el of els) {
+    const r = el.getBoundingClientRect();
+    if (r.width === 0) continue;                                   // a hidden explorer frame
+    let box = el.parentElement;
+    while (box && box !== document.documentElement) {
+      const ox = getComputedStyle(box).overflowX;
+      if (ox !== 'visible') break;
+      box = box.parentElement;
+    }
+    const ox = box && box !== document.documentElement ? getComputedStyle(box).overflowX : 'page';
+    const b = box && box !== document.documentElement ? box.getBoundingClientRect()
+                                                      : {left: 0, right: window.innerWidth};
+    const sticksOut = r.right > b.right + 1 || r.left < b.left - 1;
+    const name = el.tagName.toLowerCase() + ' near #' + ((el.closest('[id]') || {}).id || '');
+    if (sticksOut && !(ox === 'auto' || ox === 'scroll'))
+      bad.push({element: name, overflow: ox, width: Math.round(r.width), box: Math.round(b.right - b.left)});
+    else if (b.right > window.innerWidth + 1)
+      bad.push({element: name, scrollBoxRight: Math.round(b.right), window: window.innerWidth});
+  }
+  return bad;
+}"""
+
+# Figures drawn through attnlab.plots.book_style carry their smallest text (in PNG pixels); shown at
+# clientWidth / naturalWidth of that, it must read at >= 9 CSS px. Every PNG output must carry it.
+FIGURE_TEXT_JS = """() => {
+  const root = document.querySelector('article') || document.body;
+  const imgs = [...root.querySelectorAll('div.cell_output img')].filter(i => /\\.png($|\\?)/.test(i.src));
+  const small = [], unstamped = [];
+  for (const img of imgs) {
+    if (!img.classList.contains('attnlab-figure')) { unstamped.push(img.src.split('/').pop()); continue; }
+    const shown = parseFloat(img.dataset.minTextPx) * img.clientWidth / img.naturalWidth;
+    if (!(shown >= 9)) small.push({figure: ((img.closest('figure[id]') || img.closest('[id]')) || {}).id,
+                                   textPx: Math.round(shown * 10) / 10, shownWidth: img.clientWidth,
+                                   naturalWidth: img.naturalWidth});
+  }
+  const col = root.querySelector(':scope > section') || root;         // the column of the page's prose
+  const pad = parseFloat(getComputedStyle(col).paddingLeft) + parseFloat(getComputedStyle(col).paddingRight);
+  return {count: imgs.length, small, unstamped, column: imgs.length ? col.clientWidth - pad : null};
+}"""
+
+# Explorer controls (buttons, dropdowns, sliders) whose box sticks out of the explorer or the window.
+CLIPPED_CONTROLS_JS = """() => {
+  const bad = [];
+  for (const ex of document.querySelectorAll('.cell_output .widget-container')) {
+    const e = ex.getBoundingClientRect();
+    for (const c of ex.querySelectorAll('button, select, .widget-slider, .widget-readout')) {
+      const r = c.getBoundingClientRect();
+      if (r.width === 0) continue;
+      if (r.right > Math.min(e.right, window.innerWidth) + 1)
+        bad.push({control: (c.textContent || c.className).trim().slice(0, 40), right: Math.round(r.right),
+                  explorer: Math.round(e.right)});
+    }
+  }
+  return bad;
+}"""
+
+# Chinese characters in prose must sit inside a lang="zh" element (code, math and outputs excepted);
+# inline code in a table cell must not break inside a name.
+TEXT_JS = """() => {
+  const root = document.querySelector('article') || document.body;
+  const cjk = /[\\u3400-\\u4dbf\\u4e00-\\u9fff]/;
+  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+  const unmarked = [];
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    if (!cjk.test(n.textContent)) continue;
+    const p = n.parentElement;
+    if (p.closest('[lang="zh"], pre, code, .math, mjx-container, script, style, .cell_output')) continue;
+    unmarked.push(n.textContent.trim().slice(0, 40));
+  }
+  const broken = [...root.querySelectorAll('td code.literal, th code.literal')]
+    .filter(c => !/\\s/.test(c.textContent.trim()) && c.getClientRects().length > 1)
+    .map(c => c.textContent.trim());
+  return {unmarked, broken};
+}"""
+
+
+@pytest.mark.parametrize("rel", PAGES or ["(no build)"])
+def test_nothing_is_wider_than_its_box_at_1280(site, rel):
+    """Math, code, outputs, tables, explorer readouts: all fit their boxes, with no sideways scrolling."""
+    base, browser = site
+    with open_page(browser, base, rel) as (page, _):
+        wide = page.evaluate(OVERFLOW_JS)
+        assert wide == [], f"{rel}: content wider than its box at 1280 px: {wide}"
+        figures = page.evaluate(FIGURE_TEXT_JS)
+        assert figures["unstamped"] == [], (f"{rel}: figures not drawn through al.plots.book_style "
+                                            f"(no text-size stamp): {figures['unstamped']}")
+        assert figures["small"] == [], f"{rel}: figure text below 9 px at 1280 px: {figures['small']}"
+        if figures["column"] is not None:
+            from attnlab.plots import COLUMN_PX
+            assert figures["column"] >= COLUMN_PX - 2, (f"{rel}: the text column is {figures['column']} px, "
+                                                       f"attnlab.plots.COLUMN_PX assumes {COLUMN_PX}")
+        text = page.evaluate(TEXT_JS)
+        assert text["unmarked"] == [], f"{rel}: Chinese text outside a lang=\"zh\" element: {text['unmarked']}"
+        assert text["broken"] == [], f"{rel}: names broken across lines in table cells: {text['broken']}"
+
+
+def test_chinese_glosses_use_a_cjk_sans_font(site):
+    base, browser = site
+    rel = "notation.html"
+    if rel not in PAGES:
+        pytest.skip("notation.html is not in the build")
+    with open_page(browser, base, rel) as (page, _):
+        gloss = page.locator('article span.zh[lang="zh"]').first
+        assert gloss.count() == 1, "no Chinese gloss is marked lang=zh"
+        family = gloss.evaluate("el => getComputedStyle(el).fontFamily")
+        assert family.split(",")[0].strip().strip('"\'') == "Noto Sans CJK SC", family
+        cdp = page.context.new_cdp_session(page)
+        cdp.send("DOM.enable")
+        cdp.send("CSS.enable")
+        doc = cdp.send("DOM.getDocument", {"depth": -1})
+        node = cdp.send("DOM.querySelector", {"nodeId": doc["root"]["nodeId"],
+                                              "selector": 'article span.zh[lang="zh"]'})
+        fonts = cdp.send("CSS.getPlatformFontsForNode", {"nodeId": node["nodeId"]})["fonts"]
+        used = [f["familyName"] for f in fonts if f.get("glyphCount", 0) > 0]
+        assert used and all("CJK" in name for name in used), f"the gloss is drawn with {used}"
+
+
+def test_explorer_footers_are_readable_in_dark_mode(site):
+    base, browser = site
+    rel = "chapters/03_masks.html"
+    if rel not in PAGES:
+        pytest.skip("chapter 3 is not in the build")
+    with open_page(browser, base, rel, color_scheme="dark") as (page, _):
+        assert page.evaluate("() => document.documentElement.dataset.theme") == "dark"
+        ratios = page.evaluate("""() => {
+          const rgb = s => (s.match(/[\\d.]+/g) || []).map(Number);
+          const lum = c => { const v = c.slice(0, 3).map(x => { x /= 255;
+              return x <= 0.03928 ? x / 12.92 : Math.pow((x + 0.055) / 1.055, 2.4); });
+              return 0.2126 * v[0] + 0.7152 * v[1] + 0.0722 * v[2]; };
+          const background = el => { for (; el; el = el.parentElement) {
+              const c = rgb(getComputedStyle(el).backgroundColor);
+              if (c.length >= 3 && (c.length < 4 || c[3] > 0.5)) return c; }
+              return [255, 255, 255]; };
+          return [...document.querySelectorAll('.cell_output .widget-container code')].map(code => {
+            const a = lum(rgb(getComputedStyle(code).color)), b = lum(background(code));
+            return {text: code.textContent, ratio: (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05)};
+          });
+        }""")
+        assert ratios, "no inline code in the explorer's footer"
+        low = [r for r in ratios if r["ratio"] < 4.5]
+        assert low == [], f"inline code below WCAG's 4.5:1 contrast in dark mode: {low}"
 
 
 def test_equation_references_resolve(site):
@@ -161,6 +347,23 @@ def test_search_finds_softmax(site):
         assert watch.blocked == [] and watch.console_errors == []
 
 
+@pytest.mark.parametrize("query", ["softmax", "derivative", "Jacobian"])
+def test_search_snippets_show_no_tex(site, query):
+    """Snippets are cut from the pages' text, where MathJax has not run: formulas must read as text."""
+    base, browser = site
+    with open_page(browser, base, f"search.html?q={query}") as (page, watch):
+        page.wait_for_selector("ul.search li p.context", timeout=30000)
+        page.wait_for_function("() => !document.querySelector('#search-progress') || "
+                               "/found|match/.test(document.querySelector('#search-progress').textContent)",
+                               timeout=30000)
+        page.wait_for_timeout(1500)                          # snippets are fetched page by page
+        snippets = page.locator("ul.search li p.context").all_inner_texts()
+        assert snippets, f"no snippets for {query!r}"
+        tex = [t for t in snippets if any(m in t for m in ("\\(", "\\)", "\\[", "\\frac", "\\alpha", "\\top", "$$"))]
+        assert tex == [], f"search snippets with raw TeX for {query!r}: {tex[:3]}"
+        assert watch.console_errors == []
+
+
 def test_light_dark_toggle(site):
     base, browser = site
     with open_page(browser, base, "index.html") as (page, _):
@@ -193,3 +396,45 @@ def test_explorer_controls_work_without_a_kernel(site):
         page.wait_for_timeout(500)
         assert explorer.evaluate(visible_text) not in (before, after), "choosing another pattern changed nothing"
         assert watch.console_errors == [] and watch.blocked == []
+
+
+# innerText leaves out SVG <text>: add the text of the pictures on show (hidden frames have no box)
+VISIBLE_TEXT_JS = """el => el.innerText + ' ' + [...el.querySelectorAll('svg')]
+    .filter(svg => svg.getBoundingClientRect().width > 0).map(svg => svg.textContent).join(' ')"""
+
+
+def test_gqa_explorer_keeps_h_kv_when_h_q_changes(site):
+    base, browser = site
+    rel = "chapters/06_multihead.html"
+    if rel not in PAGES:
+        pytest.skip("chapter 6 is not in the build")
+    with open_page(browser, base, rel) as (page, watch):
+        explorer = page.locator(".cell_output .widget-container", has_text="H_q = 16").first
+        explorer.scroll_into_view_if_needed()
+        text = lambda: explorer.evaluate(VISIBLE_TEXT_JS)  # noqa: E731
+        assert "H_q = 8, H_kv = 2," in text()
+        explorer.locator("button", has_text="H_q = 4").click()
+        page.wait_for_timeout(300)
+        assert "H_q = 4, H_kv = 2," in text(), "changing H_q reset H_kv"
+        explorer.locator("button", has_text="H_kv = 4").click()
+        explorer.locator("button", has_text="H_q = 16").click()
+        page.wait_for_timeout(300)
+        assert "H_q = 16, H_kv = 4," in text()
+        explorer.locator("button", has_text="H_q = 2").click()
+        page.wait_for_timeout(300)
+        assert "does not divide" in text()
+        assert watch.console_errors == []
+
+
+def test_mask_explorer_padding_opens_on_a_padded_sequence(site):
+    base, browser = site
+    rel = "chapters/03_masks.html"
+    if rel not in PAGES:
+        pytest.skip("chapter 3 is not in the build")
+    with open_page(browser, base, rel) as (page, _):
+        explorer = page.locator(".cell_output .widget-container").first
+        explorer.scroll_into_view_if_needed()
+        explorer.locator("select").first.select_option(label="padding (per-sequence lengths)")
+        page.wait_for_timeout(500)
+        text = explorer.evaluate(VISIBLE_TEXT_JS)
+        assert "2 padding queries" in text and "b=1: L=4" in text, text[:400]

@@ -416,8 +416,43 @@ def test_offline_convex_scaling_gqa_frames(no_drawing):
     sc = al.widgets.scaling_explorer(offline=True)
     assert sc.states[(st.D_K_VALUES.index(512), 1)].max_weight == pytest.approx(st.scaling_state(512, False).max_weight)
     g = al.widgets.gqa_explorer(offline=True)
-    assert {(st_.n_heads, st_.n_kv_heads) for st_ in g.states.values()} == {
+    assert {(st_.n_heads, st_.n_kv_heads) for st_ in g.states.values() if st_.error is None} == {
         (h, k) for h in (1, 2, 4, 8, 16) for k in range(1, h + 1) if h % k == 0}
+    assert all((s_.error is None) == (s_.n_heads % s_.n_kv_heads == 0) for s_ in g.states.values())
+
+
+def test_offline_gqa_changing_h_q_keeps_h_kv(no_drawing):
+    """One H_kv control for every H_q: switching H_q only switches the outer stack."""
+    from attnlab.widgets.gqa import OFFLINE_HEADS
+    g = al.widgets.gqa_explorer(offline=True)
+    heads, kv = g.controls["n_heads"], g.controls["n_kv_heads"]
+    body = g.children[2]
+    assert [l.target for l in _links(g, heads)] == [(body, "selected_index")]     # nothing else follows H_q
+    inner = [l.target[0] for l in _links(g, kv)]
+    assert inner == list(body.children) and all(s_.selected_index == kv.index for s_ in inner)
+    assert (OFFLINE_HEADS[heads.index], OFFLINE_HEADS[kv.index]) == (8, 2)        # opens at GQA, r = 4
+    for i, H in enumerate(OFFLINE_HEADS):
+        for j, H_kv in enumerate(OFFLINE_HEADS):
+            s_ = g.states[(i, j)]
+            assert (s_.n_heads, s_.n_kv_heads) == (H, H_kv)
+            assert s_.error is None if H % H_kv == 0 else "divide" in s_.error
+
+
+def test_offline_mask_patterns_open_on_an_instructive_option(no_drawing):
+    """Each pattern's control opens at a frame that shows the pattern, never an all-padding grid."""
+    from attnlab.widgets.mask import OFFLINE_GRID
+    ex = al.widgets.mask_explorer(offline=True)
+    body = ex.children[1]
+    for p, (name, _, opts) in enumerate(OFFLINE_GRID):
+        param = ex.controls["params"][p]
+        shown = body.children[p].children[1]                        # the stack this pattern's control drives
+        assert shown.selected_index == param.index
+        s_ = ex.states[(p, param.index, 0)]
+        assert "ok" in s_.row_status, f"{name} opens on a grid without a working row"
+        if "padding" in name:
+            assert {"ok", "padding"} <= set(s_.row_status), f"{name} opens without both real and padding tokens"
+        if name == "cached decoding":
+            assert s_.error is None and s_.allowed[-1].all()         # the right offset, S - T
 
 
 def test_offline_frames_are_pictures():
@@ -425,5 +460,8 @@ def test_offline_frames_are_pictures():
     g = al.widgets.gqa_explorer(offline=True)
     frames = [w for w in _walk(g) if isinstance(w, W.HTML) and "<svg" in w.value]
     assert len(frames) == len(g.states)
-    for (i, j), s in g.states.items():     # each frame shows its own numbers
-        assert any(f"{s.cache_bytes:,} bytes" in f.value and f"H_kv = {s.n_kv_heads}," in f.value for f in frames)
+    for (i, j), s in g.states.items():     # each frame shows its own numbers, or why there are none
+        if s.error:
+            assert any(f"H_kv = {s.n_kv_heads} does not divide H_q = {s.n_heads}" in f.value for f in frames)
+        else:
+            assert any(f"{s.cache_bytes:,} bytes" in f.value and f"H_kv = {s.n_kv_heads}," in f.value for f in frames)

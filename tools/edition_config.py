@@ -45,7 +45,9 @@ def zh_config(base: dict) -> dict:
     sphinx.setdefault("html_context", {})["edition"] = "zh"
     # the switch to the English twin of each page; the English edition links back once CI builds
     # both editions (until then it would point at pages that may not exist)
-    config["sphinx"].setdefault("local_extensions", {})["edition_switch"] = "_ext"
+    extensions = config["sphinx"].setdefault("local_extensions", {})
+    extensions["edition_switch"] = "_ext"
+    extensions.pop("cjk_glosses", None)      # the whole page is Chinese: <html lang="zh-CN">
     return config
 
 

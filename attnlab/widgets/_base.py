@@ -28,12 +28,14 @@ _SVG = re.compile(r"<svg\b.*?</svg>", re.DOTALL)
 
 
 def note(text: str) -> W.HTML:
-    return W.HTML(f"<div style='font-size:0.85em;color:#4a5568;margin-top:4px;line-height:1.4'>{text}</div>")
+    """The explorer's footer; its colours come from the page (class ``attnlab-note``, light and dark)."""
+    return W.HTML(f"<div class='attnlab-note' style='font-size:0.85em;margin-top:4px;line-height:1.4'>"
+                  f"{text}</div>")
 
 
 def block(html_text: str) -> str:
     """Readout HTML in a div with normal line spacing (widget HTML inherits a 28 px line height)."""
-    return f"<div style='line-height:1.45;margin-top:4px'>{html_text}</div>"
+    return f"<div class='attnlab-readout' style='line-height:1.45;margin-top:4px'>{html_text}</div>"
 
 
 def table(rows: list[tuple[str, list[str]]], highlight: dict[tuple[int, int], str] | None = None) -> str:

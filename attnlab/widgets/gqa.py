@@ -8,7 +8,7 @@ import ipywidgets as W
 import numpy as np
 
 from . import state as st
-from ._base import Explorer, Frames, frame, linked_stack, product_frames, table
+from ._base import Explorer, Frames, frame, product_frames, table
 from ._svg import ALLOWED_COLOR, RED, Panel, Svg
 
 
@@ -28,7 +28,8 @@ def draw(s: st.GQAState) -> str:
     """Query heads (top) wired to the KV head they read (bottom); KV-cache sizes as bars (right)."""
     svg = Svg(760, 210)
     if s.error:
-        svg.text(230, 105, "H_kv must divide H_q", size=14, color=RED)
+        svg.text(380, 92, f"H_kv = {s.n_kv_heads} does not divide H_q = {s.n_heads}", size=14, color=RED)
+        svg.text(380, 118, "every KV head serves a group of r = H_q / H_kv ≥ 1 query heads", size=12, color=RED)
         return str(svg)
     H, G = s.n_heads, s.n_kv_heads
     x0, span = 100.0, 380.0
@@ -88,8 +89,8 @@ def gqa_explorer(offline: bool = False):
     V of shape (batch, H_kv, T, d_k) in every layer. Defaults: 32 layers, T = 4096,
     d_k = 128, float16, as in a 7B-parameter decoder.
 
-    ``offline=True`` returns precomputed frames for H_q in {1, 2, 4, 8, 16} and every H_kv
-    dividing it, switched in the browser (works in the static HTML book without a kernel).
+    ``offline=True`` returns precomputed frames for H_q and H_kv in {1, 2, 4, 8, 16}, switched
+    in the browser (works in the static HTML book without a kernel).
     """
     if offline:
         return _offline()
@@ -117,20 +118,20 @@ OFFLINE_HEADS = (1, 2, 4, 8, 16)
 
 
 def _offline() -> Frames:
-    heads = W.ToggleButtons(options=[f"H_q = {h}" for h in OFFLINE_HEADS], index=3, description="",
-                            style={"button_width": "auto"})
-    states, pages, kv_controls = {}, [], []
-    for i, H in enumerate(OFFLINE_HEADS):
-        divisors = [g for g in range(1, H + 1) if H % g == 0]
-        kv = W.ToggleButtons(options=[f"H_kv = {g}" for g in divisors], index=min(1, len(divisors) - 1),
-                             description="", style={"button_width": "auto"})
-        kv_controls.append(kv)
+    """Two independent controls, H_q and H_kv, over the same values: changing one keeps the other.
 
-        def leaf(idx, H=H, divisors=divisors, i=i):
-            s = st.gqa_state(H, divisors[idx[0]])
-            states[(i, *idx)] = s
-            return frame(draw, describe, s)
+    A pair where H_kv does not divide H_q (here: H_kv > H_q) is a frame too, saying why.
+    """
+    heads = W.ToggleButtons(options=[f"H_q = {h}" for h in OFFLINE_HEADS], index=OFFLINE_HEADS.index(8),
+                            description="", style={"button_width": "auto"})
+    kv = W.ToggleButtons(options=[f"H_kv = {g}" for g in OFFLINE_HEADS], index=OFFLINE_HEADS.index(2),
+                         description="", style={"button_width": "auto"})
+    states = {}
 
-        pages.append(W.VBox([kv, product_frames([kv], leaf)]))
-    body = linked_stack(heads, pages)
-    return Frames("gqa_explorer", [heads, body], {"n_heads": heads, "n_kv_heads": kv_controls}, states)
+    def leaf(idx):
+        s = st.gqa_state(OFFLINE_HEADS[idx[0]], OFFLINE_HEADS[idx[1]])
+        states[idx] = s
+        return frame(draw, describe, s)
+
+    body = product_frames([heads, kv], leaf)
+    return Frames("gqa_explorer", [heads, kv, body], {"n_heads": heads, "n_kv_heads": kv}, states)

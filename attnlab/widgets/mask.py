@@ -198,6 +198,12 @@ OFFLINE_GRID = [  # (pattern, parameter label, [(option label, mask_state kwargs
 ]
 
 
+# The option each pattern opens at: one that shows what the pattern does (the padding patterns
+# open at a sequence with both real tokens and padding, not at L = 0, an all-padding grid).
+# Patterns not listed open at their last option.
+OFFLINE_START = {"padding": 1, "causal+padding": 1, "documents": 1, "sliding window": 2}
+
+
 def _offline() -> Frames:
     style = {"description_width": "initial"}
     pattern = W.Dropdown(options=[(st.PATTERN_LABELS[p], i) for i, (p, _, _) in enumerate(OFFLINE_GRID)],
@@ -206,7 +212,8 @@ def _offline() -> Frames:
                             description="", style={"button_width": "auto"})
     states, params, pages = {}, [], []
     for p_index, (name, label, options) in enumerate(OFFLINE_GRID):
-        param = W.SelectionSlider(options=[o for o, _ in options], index=len(options) - 1, description=label,
+        param = W.SelectionSlider(options=[o for o, _ in options], index=OFFLINE_START.get(name, len(options) - 1),
+                                  description=label,
                                   style=style, layout=W.Layout(width="95%"), continuous_update=True)
         params.append(param)
 
@@ -217,5 +224,5 @@ def _offline() -> Frames:
 
         pages.append(W.VBox([param, product_frames([param, after], leaf)]))
     body = linked_stack(pattern, pages)
-    return Frames("mask_explorer", [W.HBox([pattern, after]), body],
+    return Frames("mask_explorer", [W.HBox([pattern, after], layout=W.Layout(flex_flow="row wrap")), body],
                   {"pattern": pattern, "after_softmax": after, "params": params}, states)

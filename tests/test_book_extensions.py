@@ -1,0 +1,67 @@
+"""The book's local Sphinx extensions (_ext/): Chinese glosses as lang="zh" spans, figure stamps."""
+from __future__ import annotations
+
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+from browser_support import ROOT  # noqa: E402
+from docutils import nodes  # noqa: E402
+from docutils.core import publish_doctree  # noqa: E402
+
+from attnlab import plots  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "_ext"))
+import cjk_glosses  # noqa: E402
+import legible_figures  # noqa: E402
+
+
+def test_runs_of_chinese_become_zh_spans_and_the_rest_stays_text():
+    out = cjk_glosses.split_cjk("key (键) and query（查询）, done")
+    kinds = [(type(n).__name__, n.astext()) for n in out]
+    assert kinds == [("Text", "key ("), ("inline", "键"), ("Text", ") and query"), ("inline", "（查询）"),
+                     ("Text", ", done")]
+    assert "".join(n.astext() for n in out) == "key (键) and query（查询）, done"
+
+
+def test_the_span_is_written_with_lang_zh():
+    from docutils.writers.html5_polyglot import Writer
+    doc = publish_doctree("A key (键).")
+    para = next(iter(doc.findall(nodes.paragraph)))
+    text = next(iter(para.findall(nodes.Text)))
+    para.replace(text, cjk_glosses.split_cjk(str(text)))
+    from docutils.core import publish_from_doctree
+    html = publish_from_doctree(doc, writer=Writer()).decode()
+    assert '<span class="zh" lang="zh">键</span>' in html
+
+
+def test_code_and_math_keep_their_chinese():
+    doc = publish_doctree("Prose 键 and ``code 键`` and :math:`键`.")
+    texts = [t for t in doc.findall(nodes.Text) if "键" in t]
+    skipped = [cjk_glosses._skipped(t) for t in texts]
+    assert skipped == [False, True, True]
+
+
+def test_a_stamped_png_is_read_back(tmp_path):
+    with plt.rc_context():
+        plots.book_style()
+        fig, ax = plt.subplots(figsize=(11, 3))
+        ax.set_title("a title", fontsize=5)
+        smallest = plots.make_legible(fig)
+        path = tmp_path / "fig.png"
+        fig.savefig(path, bbox_inches="tight", metadata={plots.PNG_TEXT_KEY: f"{smallest:.2f}"})
+        plt.close(fig)
+    width, min_px = legible_figures.png_stamp(path)
+    assert min_px == pytest.approx(smallest, abs=0.01)
+    assert legible_figures.PNG_TEXT_KEY == plots.PNG_TEXT_KEY
+    # the width the stylesheet keeps the figure at: its smallest text reads at 9 px there
+    legible = width * legible_figures.MIN_TEXT_PX / min_px
+    assert min_px * legible / width == pytest.approx(9.0)
+    assert legible <= plots.COLUMN_PX + 1                          # so it fits the column at 1280 px
+    plain = tmp_path / "plain.png"
+    plt.figure().savefig(plain)
+    assert legible_figures.png_stamp(plain) is None
