@@ -1,0 +1,128 @@
+"""Plumbing shared by the explorers: the live explorer and the precomputed (offline) one.
+
+A live explorer (``Explorer``) wires controls to a pure state function and, on every change,
+redraws an SVG picture into an ``ipywidgets.HTML``; it needs a running kernel. An offline
+explorer (``Frames``) draws every combination of a few discrete control values once, stacks
+the frames in ``ipywidgets.Stack`` widgets, and links each control's ``index`` to a stack's
+``selected_index`` with ``jslink``: the browser switches frames by itself, so it works in the
+static HTML book, where no kernel runs.
+"""
+from __future__ import annotations
+
+import html
+from typing import Callable
+
+import ipywidgets as W
+
+LIVE_NOTE = ("Live explorer, computed in Python: the controls respond in Jupyter (<code>make lab</code>, "
+             "then open this page as a notebook); a static page shows its initial state.")
+OFFLINE_NOTE = ("Precomputed frames: the controls work without a kernel, also in the HTML book. "
+                "For every parameter value, run <code>al.widgets.{name}()</code> in Jupyter (<code>make lab</code>).")
+
+
+def note(text: str) -> W.HTML:
+    return W.HTML(f"<div style='font-size:0.85em;color:#4a5568;margin-top:4px;line-height:1.4'>{text}</div>")
+
+
+def block(html_text: str) -> str:
+    """Readout HTML in a div with normal line spacing (widget HTML inherits a 28 px line height)."""
+    return f"<div style='line-height:1.45;margin-top:4px'>{html_text}</div>"
+
+
+def table(rows: list[tuple[str, list[str]]], highlight: dict[tuple[int, int], str] | None = None) -> str:
+    """A compact HTML table: each row is (header, cells); highlight[(r, c)] is a CSS colour."""
+    highlight = highlight or {}
+    out = ["<table style='border-collapse:collapse;font-size:0.8em;font-family:monospace;margin:4px 0;"
+           "line-height:1.3' cellpadding=2>"]
+    for r, (head, cells) in enumerate(rows):
+        out.append(f"<tr><th align=left>{html.escape(head)}</th>")
+        for c, cell in enumerate(cells):
+            color = highlight.get((r, c))
+            style = f" style='color:{color};font-weight:bold'" if color else ""
+            out.append(f"<td align=right{style}>{html.escape(cell)}</td>")
+        out.append("</tr>")
+    out.append("</table>")
+    return "".join(out)
+
+
+class Explorer(W.VBox):
+    """controls -> state (a pure function of the control values) -> picture (SVG) + readout.
+
+    ``controls`` maps keyword names of ``compute`` to widgets. After every change,
+    ``state`` holds what ``compute`` returned and ``readout.value`` the numbers shown; if
+    ``compute`` refused the inputs, ``error`` holds its message and the picture is kept.
+    ``refresh`` (optional) adjusts the controls themselves (visibility, ranges) first.
+    """
+
+    def __init__(self, name: str, controls: dict[str, W.Widget], compute: Callable, draw: Callable,
+                 describe: Callable, control_rows: list, refresh: Callable | None = None):
+        self.name = name
+        self.controls = controls
+        self._compute, self._draw, self._describe, self._refresh = compute, draw, describe, refresh
+        self.picture = W.HTML()
+        self.readout = W.HTML()
+        self.message = W.HTML()
+        self.state = None
+        self.error: str | None = None
+        self.updates = 0
+        super().__init__([*control_rows, self.picture, self.message, self.readout, note(LIVE_NOTE)])
+        for c in controls.values():
+            c.observe(self._changed, names="value")
+        self.update()
+
+    def values(self) -> dict:
+        return {k: c.value for k, c in self.controls.items()}
+
+    def _changed(self, _change=None):
+        self.update()
+
+    def update(self):
+        """Recompute the state and redraw (called by every control change)."""
+        if self._refresh is not None:
+            self._refresh(self)
+        try:
+            state = self._compute(**self.values())
+        except ValueError as exc:
+            self.error = str(exc)
+            self.message.value = f"<div style='color:#c53030'>{html.escape(self.error)}</div>"
+            return
+        self.error = None
+        self.message.value = ""
+        self.state = state
+        self.picture.value = self._draw(state)
+        self.readout.value = block(self._describe(state))
+        self.updates += 1
+
+
+def linked_stack(control: W.Widget, pages: list[W.Widget]) -> W.Stack:
+    """A Stack showing page ``control.index``, switched in the browser by ``jslink``."""
+    stack = W.Stack(pages, selected_index=control.index)
+    stack._links = [W.jslink((control, "index"), (stack, "selected_index"))]
+    return stack
+
+
+def frame(draw: Callable, describe: Callable, state) -> W.HTML:
+    """One precomputed frame: the picture and the readout of ``state`` in one HTML widget."""
+    return W.HTML(draw(state) + block(describe(state)))
+
+
+def product_frames(controls: list[W.Widget], leaf: Callable[[tuple], W.Widget], prefix: tuple = ()) -> W.Widget:
+    """Nested stacks over the options of ``controls`` (in order); ``leaf(indices)`` makes a frame."""
+    if not controls:
+        return leaf(prefix)
+    pages = [product_frames(controls[1:], leaf, prefix + (i,)) for i in range(len(controls[0].options))]
+    return linked_stack(controls[0], pages)
+
+
+class Frames(W.VBox):
+    """An offline explorer: controls and nested stacks of precomputed frames.
+
+    ``states[indices]`` is the state shown when the controls' indices are ``indices`` (for
+    tests and for the reader who wants the numbers).
+    """
+
+    def __init__(self, name: str, children: list[W.Widget], controls: dict[str, W.Widget], states: dict):
+        super().__init__([*children, note(OFFLINE_NOTE.format(name=name))])
+        self.name = name
+        self.controls = controls
+        self.states = states
