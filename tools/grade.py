@@ -7,6 +7,7 @@ to ``assignments/exNN_*/autograder/``); the file stem is the student id. Writes
 
     DIR/gradebook.csv           student,total,possible, then one column of points per question
     DIR/feedback/<student>.md   per question: points and the checker's diagnosis in plain words
+    DIR/written/<student>.md    the answers to the written questions, to grade by hand
 
 The questions, their points and checks come from the autograder zip's ``otter_config.json`` (the
 configuration of :mod:`attnlab.grading.otter_plugin`), so ``make grade``, ``otter run`` and
@@ -76,7 +77,7 @@ def problem_with(path: pathlib.Path) -> str:
 def grade_one(path: pathlib.Path, questions, timeout, question_timeout) -> tuple[NotebookResult, str]:
     problem = problem_with(path)
     if problem:
-        return NotebookResult([QuestionResult(q.name, q.points, note="not graded: the file is not a notebook")
+        return NotebookResult([QuestionResult(q.name, q.points, note="the file is not a notebook")
                                for q in questions], [problem]), problem
     return grade_notebook(path, questions, timeout=timeout, question_timeout=question_timeout), ""
 
@@ -85,13 +86,17 @@ def _points(value: float) -> str:
     return f"{value:.2f}".rstrip("0").rstrip(".")
 
 
+def _out_of(earned: float, possible: float) -> str:
+    return f"{_points(earned)} / {_points(possible)} point{'' if possible == 1 else 's'}"
+
+
 def feedback(student: str, assignment: str, result: NotebookResult, problem: str, written) -> str:
     lines = [f"# {assignment}: feedback for {student}", "",
-             f"**Total: {_points(result.total)} / {_points(result.possible)} points**", ""]
+             f"**Total: {_out_of(result.total, result.possible)}**", ""]
     if problem:
         lines += ["**Your file could not be graded.** " + problem, ""]
     for q in result.questions:
-        lines += [f"## {q.name}: {_points(q.earned)} / {_points(q.possible)} points", ""]
+        lines += [f"## {q.name}: {_out_of(q.earned, q.possible)}", ""]
         if q.note:
             lines.append(f"- Not graded: {q.note}.")
         for check in q.checks:
@@ -103,6 +108,25 @@ def feedback(student: str, assignment: str, result: NotebookResult, problem: str
     if notes:
         lines += ["## Notes on running your notebook", ""] + [f"- {n}" for n in notes] + [""]
     return "\n".join(lines)
+
+
+def written_answers(path: pathlib.Path, student: str, written) -> str:
+    """The written questions' cells of a submission (otter's manual-question markers), to read and grade."""
+    nb = nbformat.read(path, as_version=4)
+    lines, inside = [f"# Written answers of {student}", ""], False
+    for cell in nb.cells:
+        text = cell.source
+        if cell.cell_type == "markdown" and "<!-- BEGIN QUESTION -->" in text:
+            inside, text = True, text.split("<!-- BEGIN QUESTION -->", 1)[1]
+        if inside:
+            body = text.split("<!-- END QUESTION -->", 1)[0].strip()
+            if body:
+                lines += [body if cell.cell_type == "markdown" else f"```python\n{body}\n```", ""]
+        if "<!-- END QUESTION -->" in text:
+            inside = False
+    if len(lines) == 2:
+        lines.append(f"(no written answers found; the questions were {', '.join(written)})")
+    return "\n".join(lines) + "\n"
 
 
 def main(argv=None):
@@ -144,6 +168,10 @@ def main(argv=None):
                              *[_points(q.earned) for q in result.questions]])
             (folder / "feedback" / f"{student}.md").write_text(
                 feedback(student, assignment, result, problem, written))
+            if written and not problem:
+                (folder / "written").mkdir(exist_ok=True)
+                (folder / "written" / f"{student}.md").write_text(
+                    written_answers(folder / f"{student}.ipynb", student, written))
     print(f"{len(results)} notebooks graded: {folder / 'gradebook.csv'}, feedback in {folder / 'feedback'}/")
 
 
