@@ -46,7 +46,7 @@ def guide(tmp_path_factory) -> GuideRun:
     for block in blocks:
         done = subprocess.run(["bash", "-e", "-c", block], cwd=clone, capture_output=True, text=True, timeout=900)
         outputs.append(done)
-        assert done.returncode == 0, f"the guide's block\n{block}\nfailed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+        assert done.returncode == 0, f"the guide's block\n{block}\nfailed:\n{done.stdout[-3000:]}{done.stderr[-3000:]}"
     return GuideRun(clone, blocks, outputs)
 
 
