@@ -15,7 +15,7 @@ import zipfile
 import pytest
 import yaml
 
-from .submissions import QUESTIONS
+from .submissions import QUESTIONS, write_submissions
 
 pytestmark = pytest.mark.slow
 
@@ -51,7 +51,9 @@ def test_the_zip_names_attnlab_and_its_pinned_dependencies(unpacked):
         assert f"{name}=={pins[name.split('[')[0]]}" in pip, name
 
 
-def test_a_fresh_venv_from_the_zip_grades_solution_full_and_blank_zero(unpacked, chapter1, tmp_path):
+def test_a_fresh_venv_from_the_zip_grades_solution_full_blank_and_gamed_zero(unpacked, chapter1, tmp_path):
+    """otter run in the zip's environment; in otter's kernel the gamed notebook's tricks would pass,
+    and the plugin's sandbox scores replace otter's."""
     folder, zip_path = unpacked
     env = yaml.safe_load((folder / "environment.yml").read_text())
     pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
@@ -64,12 +66,18 @@ def test_a_fresh_venv_from_the_zip_grades_solution_full_and_blank_zero(unpacked,
     found = subprocess.run([str(python), "-c", "import attnlab, torch; print(attnlab.__file__, torch.__version__)"],
                            capture_output=True, text=True, check=True).stdout
     assert str(venv) in found and "2.13.0" in found                          # the vendored wheel, the pinned torch
-    for name, source, expected in [("solution", chapter1 / "autograder", 1), ("blank", chapter1 / "student", 0)]:
+    submissions = write_submissions(chapter1, tmp_path / "submissions")
+    outputs = {}
+    for name, expected in [("solution", 1), ("blank", 0), ("gamed", 0)]:
         work = tmp_path / name
         work.mkdir()
-        shutil.copy(source / "ex01_qkv.ipynb", work / "ex01_qkv.ipynb")
+        shutil.copy(submissions[name], work / "ex01_qkv.ipynb")
         done = subprocess.run([str(python), "-m", "otter", "run", "-a", str(zip_path), "-o", str(work),
                                str(work / "ex01_qkv.ipynb")], capture_output=True, text=True, cwd=work)
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
         tests = {t["name"]: t for t in json.loads((work / "results.json").read_text())["tests"]}
         assert [tests[q]["score"] for q in QUESTIONS] == [expected * tests[q]["max_score"] for q in QUESTIONS], name
+        assert all(tests[q]["max_score"] == 1 for q in QUESTIONS)
+        outputs[name] = "".join(tests[q]["output"] for q in QUESTIONS)
+    assert "changed the grading code" in outputs["gamed"] and "not attempted yet" in outputs["blank"]
+    assert "Traceback" not in "".join(outputs.values())
