@@ -77,11 +77,13 @@ assignments: $(STAMP)
 	$(PY) tools/make_assignments.py $(CHAPTERS) --exercises "$(EXERCISES)" --points "$(POINTS)"
 
 # Writes SUBMISSIONS/gradebook.csv and SUBMISSIONS/feedback/<student>.md; TIMEOUT is per notebook,
-# QUESTION_TIMEOUT per cell or question (defaults: those given to make assignments, 120 and 30 s)
+# QUESTION_TIMEOUT per cell or question (defaults: those given to make assignments, 120 and 30 s);
+# JOBS notebooks at a time (default: half the cores, at most 4)
 grade: $(STAMP)
 	@test -n "$(CHAPTER)" -a -n "$(SUBMISSIONS)" || { echo "usage: make grade CHAPTER=03 SUBMISSIONS=DIR [TIMEOUT=120]"; exit 2; }
 	$(PY) tools/grade.py --chapter $(CHAPTER) --submissions "$(SUBMISSIONS)" \
-	  $(if $(TIMEOUT),--timeout $(TIMEOUT)) $(if $(QUESTION_TIMEOUT),--question-timeout $(QUESTION_TIMEOUT))
+	  $(if $(TIMEOUT),--timeout $(TIMEOUT)) $(if $(QUESTION_TIMEOUT),--question-timeout $(QUESTION_TIMEOUT)) \
+	  $(if $(JOBS),--jobs $(JOBS))
 
 bench: $(STAMP)
 	$(PY) benchmarks/attention.py

@@ -64,7 +64,7 @@ def test_a_fresh_venv_from_the_zip_grades_solution_full_blank_and_gamed_zero(unp
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     found = subprocess.run([str(python), "-c", "import attnlab, torch; print(attnlab.__file__, torch.__version__)"],
-                           capture_output=True, text=True, check=True).stdout
+                           capture_output=True, text=True, check=True, cwd=tmp_path).stdout
     assert str(venv) in found and "2.13.0" in found                          # the vendored wheel, the pinned torch
     submissions = write_submissions(chapter1, tmp_path / "submissions")
     outputs = {}
