@@ -39,6 +39,7 @@ import re
 import shutil
 import subprocess
 import sys
+import zipfile
 
 import jupytext
 import nbformat
@@ -51,6 +52,12 @@ OTTER = pathlib.Path(sys.executable).with_name("otter")
 PLUGIN = "attnlab.grading.otter_plugin.IsolatedGrading"
 PYTHON_VERSION = "3.11"                               # the Python of the project's lock
 AUTOGRADER_PACKAGES = ["numpy", "sympy", "torch", "matplotlib", "ipywidgets"]   # attnlab's dependencies
+# Where the zip carries the attnlab wheel. Gradescope unpacks the zip into /autograder/source before
+# its setup.sh installs environment.yml; otter grade's Dockerfile copies only setup.sh,
+# environment.yml and requirements.* before that step (the folder's *contents*, for a folder).
+# A folder named requirements.wheels holding the wheel, and a copy of itself, puts the wheel at
+# ./requirements.wheels/ in both layouts.
+WHEELS = "requirements.wheels"
 
 _START = re.compile(r":::\{(exercise|solution)-start\}[ \t]*(.*)\n((?::[\w-]+:.*\n)*):::[ \t]*(?:\n|$)")
 _END = re.compile(r":::\{(exercise|solution)-end\}[ \t]*\n:::[ \t]*(?:\n|$)")
@@ -138,7 +145,7 @@ def _config_cell(name: str, questions: list[dict], written: list[str], timeout: 
                  wheel: str) -> str:
     """otter's ASSIGNMENT CONFIG: exception-based tests, the sandbox plugin, and what the zip installs."""
     plugin = {"questions": questions, "written": written, "timeout": timeout, "question_timeout": question_timeout}
-    requirements = [f"./files/{wheel}", *pinned_requirements()]
+    requirements = [f"./{WHEELS}/{wheel}", *pinned_requirements()]
     return ("# ASSIGNMENT CONFIG\n"
             f"name: {name}\n"
             "init_cell: true\n"
@@ -149,7 +156,6 @@ def _config_cell(name: str, questions: list[dict], written: list[str], timeout: 
             "template_pdf: false\n"
             f"requirements: {json.dumps(requirements)}\n"
             "overwrite_requirements: true\n"
-            f"autograder_files: {json.dumps([wheel])}\n"
             f"python_version: '{PYTHON_VERSION}'\n"
             "generate:\n"
             "  pdf: false\n"
@@ -289,7 +295,6 @@ def make_assignment(chapter: str, out: pathlib.Path, run_tests: bool = True, cho
         shutil.rmtree(target)
     (target / "master").mkdir(parents=True)
     wheel = wheel or build_wheel(out / ".wheel")
-    shutil.copy(wheel, target / "master" / wheel.name)
     master = target / "master" / f"{exercise.stem}.ipynb"
     nbformat.write(master_notebook(exercise, solution, chosen, points, timeout, question_timeout, wheel.name),
                    master)
@@ -298,6 +303,10 @@ def make_assignment(chapter: str, out: pathlib.Path, run_tests: bool = True, cho
     if done.returncode != 0:
         raise SystemExit(f"otter assign failed for {exercise.name}:\n{done.stdout}\n{done.stderr}")
     _drop_empty_cells(target / "student" / f"{exercise.stem}.ipynb")
+    for autograder in (target / "autograder").glob("*-autograder_*.zip"):
+        with zipfile.ZipFile(autograder, "a") as zf:
+            for folder in (WHEELS, f"{WHEELS}/{WHEELS}"):
+                zf.write(wheel, f"{folder}/{wheel.name}")
     print(f"{exercise.stem}: student notebook {target / 'student'}, autograder {target / 'autograder'}")
     return target
 

@@ -46,6 +46,8 @@ def test_the_zip_names_attnlab_and_its_pinned_dependencies(unpacked):
     pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
     wheels = [r for r in pip if r.endswith(".whl")]
     assert len(wheels) == 1 and (folder / wheels[0]).is_file() and "attnlab-" in wheels[0]
+    assert wheels[0].startswith("./requirements.wheels/")                  # see make_assignments.WHEELS
+    assert (folder / "requirements.wheels" / wheels[0]).is_file()          # the copy for otter grade's Docker
     pins = lock_pins()
     for name in ("numpy", "sympy", "torch", "otter-grader[grading]"):
         assert f"{name}=={pins[name.split('[')[0]]}" in pip, name
