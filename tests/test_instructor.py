@@ -1,7 +1,10 @@
-"""Instructor workflow: the student edition hides the solutions; otter grades solution and blank notebook.
+"""Instructor workflow: the student edition hides the solutions; every chapter's assignment grades.
 
 The fast tests check the bookkeeping that keeps both editions building (labels, tables of
-contents, links both ways); the slow ones build the student edition and run otter-grader.
+contents, links both ways); the slow ones build the student edition, and build every chapter's
+otter assignment and grade its solved and blank notebooks. The grading itself (make grade, the
+otter plugin, the autograder's environment, gaming, time limits, the guide) is tested in
+tests/grading/.
 """
 import json
 import pathlib
