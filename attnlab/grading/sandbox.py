@@ -103,11 +103,11 @@ def run_check(expression: str, checks: dict, namespace: dict, snapshot, result_t
         return record | {"status": "failed",
                          "message": f"Your code changed the grading code while it was being checked "
                                     f"({', '.join(changed[:3])}); this check scores zero."}
-    if type(result) is not result_type:
+    if not isinstance(result, result_type):
         return record | {"status": "failed",
                          "message": f"The checker could not finish: {type(result).__name__}: "
                                     f"{str(result)[:300]}"}
-    status = result_type.passed.fget(result) and "passed" or str(result.status)
+    status = "passed" if result.passed is True else str(result.status)
     return record | {"status": status, "message": str(result.message)}
 
 
