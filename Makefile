@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed-stamp
 BUILD := _build
 JBFLAGS := -W -n --keep-going
 
-.PHONY: help book book-zh translations book-clean student-book pdf test test-fast test-browser test-pdf lab notebooks assignments clean lock gpu-check bench page
+.PHONY: help book book-zh translations book-clean student-book pdf test test-fast test-browser test-pdf lab notebooks assignments grade clean lock gpu-check bench page
 
 help:
 	@echo "make book          build the HTML book into $(BUILD)/html (executes every page, cached)"
@@ -22,7 +22,8 @@ help:
 	@echo "make notebooks     write .ipynb copies of chapters and exercises into notebooks/"
 	@echo "make student-book  build the book without solutions into $(BUILD)/student/html"
 	@echo "make pdf           the book as a PDF, $(BUILD)/pdf/attention-computed.pdf (xelatex; before make book)"
-	@echo "make assignments   otter-grader assignments from exercises (CHAPTERS=\"01 02\")"
+	@echo "make assignments   otter-grader assignments from exercises (CHAPTERS=\"01 02\", EXERCISES=, POINTS=)"
+	@echo "make grade         grade a folder of notebooks: CHAPTER=03 SUBMISSIONS=DIR [TIMEOUT=120]"
 	@echo "make page PAGE=chapters/x.md   build one page alone (quick check while writing)"
 	@echo "make bench         run the attention benchmark; make gpu-check on a GPU machine"
 	@echo "make clean         remove builds (keeps .venv); make distclean also removes .venv"
@@ -107,8 +108,19 @@ lab: $(STAMP)
 notebooks: $(STAMP)
 	$(PY) tools/make_notebooks.py
 
+# EXERCISES="ex-masks-causal ex-masks-padding" assigns some exercises of one chapter;
+# POINTS="ex-masks-causal=4" weights them (default: one point per check); see instructors.md
 assignments: $(STAMP)
-	$(PY) tools/make_assignments.py $(CHAPTERS)
+	$(PY) tools/make_assignments.py $(CHAPTERS) --exercises "$(EXERCISES)" --points "$(POINTS)"
+
+# Writes SUBMISSIONS/gradebook.csv and SUBMISSIONS/feedback/<student>.md; TIMEOUT is per notebook,
+# QUESTION_TIMEOUT per cell or question (defaults: those given to make assignments, 120 and 30 s);
+# JOBS notebooks at a time (default: half the cores, at most 4)
+grade: $(STAMP)
+	@test -n "$(CHAPTER)" -a -n "$(SUBMISSIONS)" || { echo "usage: make grade CHAPTER=03 SUBMISSIONS=DIR [TIMEOUT=120]"; exit 2; }
+	$(PY) tools/grade.py --chapter $(CHAPTER) --submissions "$(SUBMISSIONS)" \
+	  $(if $(TIMEOUT),--timeout $(TIMEOUT)) $(if $(QUESTION_TIMEOUT),--question-timeout $(QUESTION_TIMEOUT)) \
+	  $(if $(JOBS),--jobs $(JOBS))
 
 bench: $(STAMP)
 	$(PY) benchmarks/attention.py

@@ -19,19 +19,27 @@ relies on three conventions of the exercise and solution pages:
   solution; the check and its assert that follow are dropped, and so are ``glue(...)`` lines,
   which only feed numbers to the book's prose.
 
-An exercise with at least one check becomes an autograded otter question (one point per check);
-the others stay as written questions, graded by hand.
+An exercise with at least one check becomes an autograded otter question (one point per check,
+unless ``--points`` says otherwise); the others become otter manual questions, graded by hand
+(``otter export`` collects their answers). The autograder zip vendors attnlab as a wheel, pins
+attnlab's dependencies from requirements/lock.txt, and carries the configuration of
+:mod:`attnlab.grading.otter_plugin`, which scores each submission in a fresh process that the
+student's code cannot reach (``tools/grade.py`` reads the same configuration).
 
     python tools/make_assignments.py [NN ...]        (no argument: every chapter)
+    python tools/make_assignments.py 03 --exercises "ex-masks-causal ex-masks-padding" --points "ex-masks-causal=4"
 """
 from __future__ import annotations
 
 import argparse
+import ast
+import json
 import pathlib
 import re
 import shutil
 import subprocess
 import sys
+import zipfile
 
 import jupytext
 import nbformat
@@ -41,6 +49,15 @@ from make_notebooks import jupyter_markdown  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 OTTER = pathlib.Path(sys.executable).with_name("otter")
+PLUGIN = "attnlab.grading.otter_plugin.IsolatedGrading"
+PYTHON_VERSION = "3.11"                               # the Python of the project's lock
+AUTOGRADER_PACKAGES = ["numpy", "sympy", "torch", "matplotlib", "ipywidgets"]   # attnlab's dependencies
+# Where the zip carries the attnlab wheel. Gradescope unpacks the zip into /autograder/source before
+# its setup.sh installs environment.yml; otter grade's Dockerfile copies only setup.sh,
+# environment.yml and requirements.* before that step (the folder's *contents*, for a folder).
+# A folder named requirements.wheels holding the wheel, and a copy of itself, puts the wheel at
+# ./requirements.wheels/ in both layouts.
+WHEELS = "requirements.wheels"
 
 _START = re.compile(r":::\{(exercise|solution)-start\}[ \t]*(.*)\n((?::[\w-]+:.*\n)*):::[ \t]*(?:\n|$)")
 _END = re.compile(r":::\{(exercise|solution)-end\}[ \t]*\n:::[ \t]*(?:\n|$)")
@@ -124,30 +141,78 @@ def _raw(text: str):
     return nbformat.v4.new_raw_cell(text)
 
 
-def master_notebook(exercise_page: pathlib.Path, solution_page: pathlib.Path) -> nbformat.NotebookNode:
+def _config_cell(name: str, questions: list[dict], written: list[str], timeout: float, question_timeout: float,
+                 wheel: str) -> str:
+    """otter's ASSIGNMENT CONFIG: exception-based tests, the sandbox plugin, and what the zip installs."""
+    plugin = {"questions": questions, "written": written, "timeout": timeout, "question_timeout": question_timeout}
+    requirements = [f"./{WHEELS}/{wheel}", *pinned_requirements()]
+    return ("# ASSIGNMENT CONFIG\n"
+            f"name: {name}\n"
+            "init_cell: true\n"
+            "check_all_cell: true\n"
+            "export_cell: false\n"
+            "run_tests: true\n"
+            "solutions_pdf: false\n"
+            "template_pdf: false\n"
+            f"requirements: {json.dumps(requirements)}\n"
+            "overwrite_requirements: true\n"
+            f"python_version: '{PYTHON_VERSION}'\n"
+            "generate:\n"
+            "  pdf: false\n"
+            "  show_stdout: true\n"
+            f"  plugins: [{json.dumps({PLUGIN: plugin})}]\n"
+            "tests:\n"
+            "  files: false\n"
+            "  ok_format: false\n")
+
+
+def pinned_requirements() -> list[str]:
+    """otter-grader and attnlab's dependencies, pinned as in requirements/lock.txt."""
+    lock = {}
+    for line in (ROOT / "requirements" / "lock.txt").read_text().splitlines():
+        name, sep, version = line.strip().partition("==")
+        if sep:
+            lock[name.lower()] = version
+    return ([f"otter-grader[grading]=={lock['otter-grader']}"]
+            + [f"{name}=={lock[name]}" for name in ["ipykernel", *AUTOGRADER_PACKAGES]])
+
+
+def test_cell(label: str, index: int, check: str) -> str:
+    """An exception-based otter test: the check's diagnosis in words when it fails."""
+    call = ast.parse(check, mode="eval").body
+    names = [a.id for a in [*call.args, *(k.value for k in call.keywords)] if isinstance(a, ast.Name)]
+    function = "test_" + re.sub(r"\W", "_", label) + f"_{index}"
+    return (f"def {function}({', '.join(dict.fromkeys(names))}):\n"
+            f"    from attnlab.checks import {call.func.id}\n"
+            f"    from attnlab.grading.student import require\n"
+            f"    require({check})")
+
+
+def master_notebook(exercise_page: pathlib.Path, solution_page: pathlib.Path, chosen=None, points=None,
+                    timeout: float = 120, question_timeout: float = 30,
+                    wheel: str = "attnlab-0.1.0-py3-none-any.whl") -> nbformat.NotebookNode:
+    """otter's master notebook for one chapter.
+
+    ``chosen``: the exercise labels to assign (default: all); ``points``: {label: points}
+    (default: one point per check of an autograded exercise, one point for a written one).
+    """
     name = exercise_page.stem
     intro, exercises = parse(exercise_page)
     _, solutions = parse(solution_page)
-    cells = [_raw("# ASSIGNMENT CONFIG\n"
-                  f"name: {name}\n"
-                  "init_cell: true\n"
-                  "check_all_cell: true\n"
-                  "export_cell: false\n"
-                  "run_tests: true\n"
-                  "solutions_pdf: false\n"
-                  "template_pdf: false\n"
-                  "generate:\n"
-                  "  pdf: false\n"
-                  "  show_stdout: true\n"
-                  "tests:\n"
-                  "  files: false\n"
-                  "  ok_format: true\n")]
+    points = dict(points or {})
+    unknown = sorted(set(chosen or []) - set(exercises)) + sorted(set(points) - set(exercises))
+    if unknown:
+        raise SystemExit(f"{exercise_page.name} has no exercise {', '.join(unknown)}; its exercises are "
+                         f"{', '.join(exercises)}")
+    cells, questions, written = [], [], []
     for kind, text in intro:
         if kind == "md":
             cells.append(nbformat.v4.new_markdown_cell(jupyter_markdown(text).rstrip()))
         else:
             cells.append(nbformat.v4.new_code_cell(text))
     for label, block in exercises.items():
+        if chosen and label not in chosen:
+            continue
         title = block["arg"] or label
         statement, prompts, checks = [f"### Exercise: {title}"], [], []
         for kind, text in block["parts"]:
@@ -159,20 +224,20 @@ def master_notebook(exercise_page: pathlib.Path, solution_page: pathlib.Path) ->
                     prompts.append(code)
                 checks += found
         statement_md = "\n\n".join(s for s in statement if s.strip())
-        if not checks:
-            cells.append(nbformat.v4.new_markdown_cell(statement_md + "\n\n*Written question, graded by hand.*"))
-            cells.append(nbformat.v4.new_markdown_cell("*Your answer:*"))
-            for prompt in prompts:
-                cells.append(nbformat.v4.new_code_cell(prompt))
-            continue
         solution = solutions.get(label)
         if solution is None:
             raise SystemExit(f"{solution_page}: no solution block for exercise {label!r}")
+        if not checks:
+            cells += written_question(label, statement_md, prompts, solution, points.get(label, 1))
+            written.append(label)
+            continue
         code = [solution_code(text) for kind, text in solution["parts"] if kind == "code"]
         code = [c for c in code if c]
         if not code:
             raise SystemExit(f"{solution_page}: the solution of {label!r} has no code before its check")
-        cells.append(_raw(f"# BEGIN QUESTION\nname: {label}\npoints: {len(checks)}"))
+        worth = points.get(label, len(checks))
+        questions.append({"name": label, "points": worth, "checks": checks})
+        cells.append(_raw(f"# BEGIN QUESTION\nname: {label}\npoints: {worth}"))
         cells.append(nbformat.v4.new_markdown_cell(statement_md))
         cells.append(_raw("# BEGIN PROMPT"))
         cells += [nbformat.v4.new_code_cell(p) for p in prompts]
@@ -181,12 +246,24 @@ def master_notebook(exercise_page: pathlib.Path, solution_page: pathlib.Path) ->
         cells += [nbformat.v4.new_code_cell(f"# BEGIN SOLUTION NO PROMPT\n{c}\n# END SOLUTION") for c in code]
         cells.append(_raw("# END SOLUTION"))
         cells.append(_raw("# BEGIN TESTS"))
-        cells += [nbformat.v4.new_code_cell(f"assert {check}.passed, {check}") for check in checks]
+        cells += [nbformat.v4.new_code_cell(test_cell(label, i + 1, check)) for i, check in enumerate(checks)]
         cells.append(_raw("# END TESTS"))
         cells.append(_raw("# END QUESTION"))
+    cells.insert(0, _raw(_config_cell(name, questions, written, timeout, question_timeout, wheel)))
     nb = nbformat.v4.new_notebook(cells=cells)
     nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
     return nb
+
+
+def written_question(label: str, statement_md: str, prompts: list[str], solution: dict, worth: float) -> list:
+    """A manual otter question: the answer cell is exported for grading by hand (``otter export``)."""
+    answer = "\n\n".join(jupyter_markdown(text).rstrip() for kind, text in solution["parts"] if kind == "md")
+    cells = [_raw(f"# BEGIN QUESTION\nname: {label}\nmanual: true\npoints: {worth}"),
+             nbformat.v4.new_markdown_cell(statement_md + "\n\n*Written question, graded by hand.*")]
+    cells += [nbformat.v4.new_code_cell(p) for p in prompts]
+    cells += [_raw("# BEGIN SOLUTION"), nbformat.v4.new_markdown_cell(answer.strip() or "(see the solution page)"),
+              _raw("# END SOLUTION"), _raw("# END QUESTION")]
+    return cells
 
 
 def pages_for(chapter: str):
@@ -198,19 +275,38 @@ def pages_for(chapter: str):
     return exercise[0], solution[0]
 
 
-def make_assignment(chapter: str, out: pathlib.Path, run_tests: bool = True) -> pathlib.Path:
+def build_wheel(out: pathlib.Path) -> pathlib.Path:
+    """attnlab as a wheel (the package only, no solutions), vendored into every autograder zip."""
+    out.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--quiet", "-w", str(out)],
+                          capture_output=True, text=True)
+    wheels = sorted(out.glob("attnlab-*.whl"))
+    if done.returncode != 0 or not wheels:
+        raise SystemExit(f"could not build the attnlab wheel:\n{done.stdout}\n{done.stderr}")
+    return wheels[-1]
+
+
+def make_assignment(chapter: str, out: pathlib.Path, run_tests: bool = True, chosen=None, points=None,
+                    timeout: float = 120, question_timeout: float = 30, wheel: pathlib.Path | None = None
+                    ) -> pathlib.Path:
     exercise, solution = pages_for(chapter)
     target = out / exercise.stem
     if target.exists():
         shutil.rmtree(target)
     (target / "master").mkdir(parents=True)
+    wheel = wheel or build_wheel(out / ".wheel")
     master = target / "master" / f"{exercise.stem}.ipynb"
-    nbformat.write(master_notebook(exercise, solution), master)
+    nbformat.write(master_notebook(exercise, solution, chosen, points, timeout, question_timeout, wheel.name),
+                   master)
     command = [str(OTTER), "assign", str(master), str(target)] + ([] if run_tests else ["--no-run-tests"])
     done = subprocess.run(command, cwd=target / "master", capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"otter assign failed for {exercise.name}:\n{done.stdout}\n{done.stderr}")
     _drop_empty_cells(target / "student" / f"{exercise.stem}.ipynb")
+    for autograder in (target / "autograder").glob("*-autograder_*.zip"):
+        with zipfile.ZipFile(autograder, "a") as zf:
+            for folder in (WHEELS, f"{WHEELS}/{WHEELS}"):
+                zf.write(wheel, f"{folder}/{wheel.name}")
     print(f"{exercise.stem}: student notebook {target / 'student'}, autograder {target / 'autograder'}")
     return target
 
@@ -222,15 +318,38 @@ def _drop_empty_cells(path: pathlib.Path) -> None:
     nbformat.write(nb, path)
 
 
+def parse_points(text: str) -> dict[str, float]:
+    """``"ex-masks-causal=4 ex-masks-padding=2"`` -> {label: points}."""
+    out = {}
+    for item in text.split():
+        label, sep, value = item.partition("=")
+        if not sep:
+            raise SystemExit(f"POINTS: expected label=points, got {item!r}")
+        try:
+            out[label] = float(value)
+        except ValueError:
+            raise SystemExit(f"POINTS: {value!r} (for {label}) is not a number") from None
+    return out
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("chapters", nargs="*", help="two-digit chapter numbers (default: all)")
     parser.add_argument("--out", default=str(ROOT / "assignments"))
     parser.add_argument("--no-run-tests", action="store_true", help="skip otter's check of the solutions")
+    parser.add_argument("--exercises", default="", help="labels of the exercises to assign (default: all)")
+    parser.add_argument("--points", default="", help='points per exercise: "ex-masks-causal=4 ex-masks-padding=2"')
+    parser.add_argument("--timeout", type=float, default=120, help="seconds for a whole notebook when grading")
+    parser.add_argument("--question-timeout", type=float, default=30, help="seconds for one cell or question")
     args = parser.parse_args(argv)
     chapters = args.chapters or sorted(p.stem[2:4] for p in (ROOT / "exercises").glob("ex[0-9][0-9]_*.md"))
+    chosen, points = args.exercises.split() or None, parse_points(args.points)
+    if (chosen or points) and len(chapters) != 1:
+        raise SystemExit("EXERCISES and POINTS name one chapter's exercises: give exactly one chapter")
     out = pathlib.Path(args.out)
-    return [make_assignment(c.zfill(2), out, not args.no_run_tests) for c in chapters]
+    wheel = build_wheel(out / ".wheel")
+    return [make_assignment(c.zfill(2), out, not args.no_run_tests, chosen, points, args.timeout,
+                            args.question_timeout, wheel) for c in chapters]
 
 
 if __name__ == "__main__":
