@@ -39,17 +39,21 @@ def _count(name: str, n) -> int:
     return int(n)
 
 
-def kv_cache_bytes(n_kv_heads: int, seq_len: int, d_k: int, *, d_v: int | None = None, n_layers: int = 1,
-                   batch: int = 1, dtype="float16") -> int:
-    """Bytes of the cached keys and values: batch * n_layers * n_kv_heads * seq_len * (d_k + d_v) * itemsize.
+def kv_cache_bytes(n_kv_heads: int, seq_len: int, d_k: int, *, d_v: int | None = None,
+                   n_layers: int = 1, batch: int = 1, dtype="float16") -> int:
+    """Bytes of the cached keys and values:
+    batch * n_layers * n_kv_heads * seq_len * (d_k + d_v) * itemsize.
 
     n_kv_heads: key/value heads per layer (H for MHA, 1 for MQA, H_kv for GQA)
-    seq_len: cached positions per sequence; d_k, d_v: key and value width per head (d_v = d_k by default)
-    n_layers, batch: layers that each keep a cache, sequences in the batch (1 each by default)
+    seq_len: cached positions per sequence
+    d_k, d_v: key and value width per head (d_v = d_k by default)
+    n_layers, batch: layers that each keep a cache, sequences in the batch
+                     (1 each by default)
     dtype: "float16" by default; any name in ITEMSIZE, a torch.dtype or a NumPy dtype
     """
     d_v = d_k if d_v is None else d_v
-    counts = [_count(name, n) for name, n in (("n_kv_heads", n_kv_heads), ("seq_len", seq_len), ("d_k", d_k),
-                                              ("d_v", d_v), ("n_layers", n_layers), ("batch", batch))]
+    named = (("n_kv_heads", n_kv_heads), ("seq_len", seq_len), ("d_k", d_k),
+             ("d_v", d_v), ("n_layers", n_layers), ("batch", batch))
+    counts = [_count(name, n) for name, n in named]
     h_kv, s_len, dk, dv, layers, b = counts
     return b * layers * h_kv * s_len * (dk + dv) * itemsize(dtype)

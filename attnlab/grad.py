@@ -22,8 +22,8 @@ from .reference import _as_float, attention
 def softmax_jacobian(a) -> np.ndarray:
     """Jacobian of the softmax at output ``a``: diag(a) - a a^T, shape (..., n, n).
 
-    Every row (and column) sums to zero: adding the same constant to all logits leaves the
-    softmax unchanged, so the derivative along (1, ..., 1) is zero.
+    Every row (and column) sums to zero: adding the same constant to all logits leaves
+    the softmax unchanged, so the derivative along (1, ..., 1) is zero.
     """
     a = _as_float("a", a)
     if a.ndim == 0:

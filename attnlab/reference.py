@@ -90,7 +90,8 @@ def check_visibility(allowed, query_valid, shape) -> None:
             _("query at index {index} (batch/head axes..., query row) is "
               "valid but may read no key: its row of `allowed` is all False, "
               "so the softmax has nothing to normalise. Mark it invalid with "
-              "query_valid=False (it then gets zero output) or fix the mask").format(index=where)
+              "query_valid=False (it then gets zero output) or fix the mask"
+              ).format(index=where)
         )
 
 

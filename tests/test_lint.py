@@ -1,4 +1,6 @@
 """The tree is ruff-clean: the package, tests and tools, and the code cells of every page."""
+import ast
+import re
 import shutil
 import subprocess
 import sys
@@ -38,3 +40,40 @@ def test_code_cells_of_every_page_are_ruff_clean(tmp_path):
                           NOTEBOOK_IGNORES, "--output-format", "concise", str(tmp_path)],
                          capture_output=True, text=True, cwd=tmp_path)
     assert run.returncode == 0, "code cells need fixing (path: page folder/page name.py):\n" + run.stdout
+
+
+# The widest code line that fits the page's code box at 1280 px (728 px at 0.84em monospace: ~89
+# columns; tests/test_browser.py measures the boxes themselves). Cells whose input is hidden are
+# read only by those who open them, in a wider Jupyter.
+PAGE_CODE_COLUMNS = 88
+LITERALINCLUDE = re.compile(r"```\{literalinclude\} (?P<path>\S+)\n(?P<options>(?::[\w-]+:.*\n)*)")
+
+
+def _object_source(path: Path, dotted: str) -> str:
+    tree = ast.parse(path.read_text())
+    node = tree
+    for name in dotted.split("."):
+        node = next(n for n in ast.iter_child_nodes(node)
+                    if isinstance(n, ast.FunctionDef | ast.ClassDef | ast.AsyncFunctionDef) and n.name == name)
+    return ast.get_source_segment(path.read_text(), node, padded=True)
+
+
+def _shown_code(page: Path):
+    """(where, source) of every code cell the reader sees and every package object the page includes."""
+    for i, cell in enumerate(jupytext.read(page).cells):
+        tags = cell.metadata.get("tags", [])
+        if cell.cell_type == "code" and not {"hide-input", "remove-input", "remove-cell"} & set(tags):
+            yield f"cell {i}", cell.source
+    for m in LITERALINCLUDE.finditer(page.read_text()):
+        pyobject = re.search(r":pyobject: (\S+)", m["options"])
+        if pyobject:
+            source = (page.parent / m["path"]).resolve()
+            yield f"{source.relative_to(ROOT)}::{pyobject[1]}", _object_source(source, pyobject[1])
+
+
+def test_code_shown_on_the_pages_fits_their_width():
+    pages = PAGES + [ROOT / name for name in ("checking.md", "instructors.md", "notation.md")]
+    too_wide = [f"{page.relative_to(ROOT)} {where}: {len(line)} columns: {line.strip()[:60]}"
+                for page in pages for where, source in _shown_code(page)
+                for line in source.splitlines() if len(line) > PAGE_CODE_COLUMNS]
+    assert not too_wide, f"{len(too_wide)} code lines wider than {PAGE_CODE_COLUMNS} columns:\n" + "\n".join(too_wide)

@@ -77,28 +77,32 @@ def _forward(q, k, v, scale, causal, offset, block_q, block_k):
     """Online-softmax forward. Returns out (..., T, d_v) and lse (..., T)."""
     T, S = q.shape[-2], k.shape[-2]
     lead = q.shape[:-2]
-    q_s = _flat(q * scale)                                      # (N, T, d_k), scaled once
-    k_t = _flat(k).transpose(1, 2).contiguous()                 # (N, d_k, S): rows of K^T contiguous
-    v_f = _flat(v)                                              # (N, S, d_v)
-    out = q_s.new_empty(q_s.shape[:2] + v_f.shape[-1:])         # (N, T, d_v)
-    lse = q_s.new_empty(q_s.shape[:2])                          # (N, T)
-    buf = q_s.new_empty(q_s.shape[0] * min(block_q, T) * min(block_k, S))  # one block of scores
+    q_s = _flat(q * scale)                       # (N, T, d_k), scaled once
+    k_t = _flat(k).transpose(1, 2).contiguous()  # (N, d_k, S): rows of K^T contiguous
+    v_f = _flat(v)                               # (N, S, d_v)
+    out = q_s.new_empty(q_s.shape[:2] + v_f.shape[-1:])  # (N, T, d_v)
+    lse = q_s.new_empty(q_s.shape[:2])           # (N, T)
+    # one block of scores, reused
+    buf = q_s.new_empty(q_s.shape[0] * min(block_q, T) * min(block_k, S))
     for i0 in range(0, T, block_q):
         i1 = min(i0 + block_q, T)
-        qs = q_s[:, i0:i1]                                      # (N, bq, d_k)
+        qs = q_s[:, i0:i1]                       # (N, bq, d_k)
         end = _key_end(i1, S, causal, offset)
         m = l = acc = None
         for j0 in range(0, end, block_k):
             j1 = min(j0 + block_k, end)
-            s = _block_scores(qs, k_t, j0, j1, _future(i0, i1, j0, j1, causal, offset, q.device), buf)
-            m_new = s.amax(dim=-1) if m is None else torch.maximum(m, s.amax(dim=-1))  # (N, bq)
-            p = s.sub_(m_new[..., None]).exp_()                 # (N, bq, bk), in place
-            if m is None:                                       # first block: nothing to rescale
+            future = _future(i0, i1, j0, j1, causal, offset, q.device)
+            s = _block_scores(qs, k_t, j0, j1, future, buf)
+            m_block = s.amax(dim=-1)             # (N, bq)
+            m_new = m_block if m is None else torch.maximum(m, m_block)
+            p = s.sub_(m_new[..., None]).exp_()  # (N, bq, bk), in place
+            if m is None:                        # first block: nothing to rescale
                 l, acc = p.sum(dim=-1), torch.bmm(p, v_f[:, j0:j1])
             else:
-                c = (m - m_new).exp_()                          # (N, bq) rescales the old sums
+                c = (m - m_new).exp_()           # (N, bq) rescales the old sums
                 l = l.mul_(c).add_(p.sum(dim=-1))
-                torch.baddbmm(acc.mul_(c[..., None]), p, v_f[:, j0:j1], out=acc)  # (N, bq, d_v) += P V_j
+                # acc (N, bq, d_v) = c * acc + P V_j
+                torch.baddbmm(acc.mul_(c[..., None]), p, v_f[:, j0:j1], out=acc)
             m = m_new
         torch.div(acc, l[..., None], out=out[:, i0:i1])
         torch.add(m, l.log_(), out=lse[:, i0:i1])

@@ -207,19 +207,24 @@ class KVCache:
         return out.view(B, H, t, self.d_v)                      # (B, H_kv, r, t, d_v) -> (B, H, t, d_v)
 
     def keys_values(self):
-        """K, V and positions of the visible-to-someone slots in position order: (B, H_kv, n, d) each.
+        """K, V and positions of the visible-to-someone slots in position order:
+        (B, H_kv, n, d) each.
 
-        For "paged" this is the gather through the block table: logical block i of sequence b is
-        pool[:, block_table[b, i]], and position p sits in block p // block_size at slot p % block_size.
+        For "paged" this is the gather through the block table: logical block i of
+        sequence b is pool[:, block_table[b, i]], and position p sits in block
+        p // block_size at slot p % block_size.
         """
         if self._k is None:
             raise KVCacheError("the cache is empty")
         if self.layout == "paged":
             B, n_blocks = self._table.shape
-            k = self._k[:, self._table]                          # (H_kv, B, blocks, bs, d_k)
-            v = self._v[:, self._table]                          # (H_kv, B, blocks, bs, d_v)
-            k = k.permute(1, 0, 2, 3, 4).reshape(B, self.n_kv_heads, n_blocks * self.block_size, self.d_k)
-            v = v.permute(1, 0, 2, 3, 4).reshape(B, self.n_kv_heads, n_blocks * self.block_size, self.d_v)
-            return k[:, :, :self._len], v[:, :, :self._len], torch.arange(self._len, device=k.device)
+            H_kv, n_slots = self.n_kv_heads, n_blocks * self.block_size
+            k = self._k[:, self._table]                  # (H_kv, B, blocks, bs, d_k)
+            v = self._v[:, self._table]                  # (H_kv, B, blocks, bs, d_v)
+            # (B, H_kv, blocks * bs, d_k) and (..., d_v): the blocks in logical order
+            k = k.permute(1, 0, 2, 3, 4).reshape(B, H_kv, n_slots, self.d_k)
+            v = v.permute(1, 0, 2, 3, 4).reshape(B, H_kv, n_slots, self.d_v)
+            positions = torch.arange(self._len, device=k.device)
+            return k[:, :, :self._len], v[:, :, :self._len], positions
         order = torch.argsort(self._pos)                         # (slots,) oldest first
         return self._k[:, :, order], self._v[:, :, order], self._pos[order]

@@ -76,26 +76,33 @@ class MultiHeadAttention(nn.Module):
         x = x.view(*x.shape[:-1], heads, self.d_k)             # (..., T, heads, d_k)
         return x.transpose(-3, -2)                              # (..., heads, T, d_k)
 
-    def forward(self, x_q, x_kv=None, allowed=None, query_valid=None, need_weights=False, impl="auto"):
-        """Attend from x_q (..., T, d_model) to x_kv (..., S, d_kv); x_kv=None is self-attention.
+    def forward(self, x_q, x_kv=None, allowed=None, query_valid=None,
+                need_weights=False, impl="auto"):
+        """Attend from x_q (..., T, d_model) to x_kv (..., S, d_kv);
+        x_kv=None is self-attention.
 
-        allowed broadcasts against the weights (..., H, T, S) as SDPA's attn_mask does: (T, S)
-        applies to every batch and head, a key-padding mask (B, 1, S) becomes (B, 1, 1, S).
-        query_valid broadcasts against (..., H, T): a (B, T) mask becomes (B, 1, T).
+        allowed broadcasts against the weights (..., H, T, S) as SDPA's attn_mask does:
+        (T, S) applies to every batch and head, a key-padding mask (B, 1, S) becomes
+        (B, 1, 1, S). query_valid broadcasts against (..., H, T): a (B, T) mask becomes
+        (B, 1, T).
         """
         x_kv = x_q if x_kv is None else x_kv
         self._check(x_q, x_kv)
         q = self._split(self.w_q(x_q), self.n_heads)            # (..., H, T, d_k)
         k = self._split(self.w_k(x_kv), self.n_kv_heads)        # (..., H_kv, S, d_k)
         v = self._split(self.w_v(x_kv), self.n_kv_heads)        # (..., H_kv, S, d_k)
-        if self.group > 1:                                      # query head h reads KV head h // group
+        if self.group > 1:                      # query head h reads KV head h // group
             k = k.repeat_interleave(self.group, dim=-3)         # (..., H, S, d_k)
             v = v.repeat_interleave(self.group, dim=-3)         # (..., H, S, d_k)
         batch_ndim = max(x_q.dim(), x_kv.dim()) - 2
-        allowed = _with_head_axis(bool_tensor("allowed", allowed, x_q.device), batch_ndim, core=2)
-        query_valid = _with_head_axis(bool_tensor("query_valid", query_valid, x_q.device), batch_ndim, core=1)
-        res = attention(q, k, v, allowed=allowed, query_valid=query_valid, impl=impl, return_weights=need_weights)
-        out, weights = res if need_weights else (res, None)     # (..., H, T, d_k), (..., H, T, S)
+        allowed = bool_tensor("allowed", allowed, x_q.device)
+        allowed = _with_head_axis(allowed, batch_ndim, core=2)
+        query_valid = bool_tensor("query_valid", query_valid, x_q.device)
+        query_valid = _with_head_axis(query_valid, batch_ndim, core=1)
+        res = attention(q, k, v, allowed=allowed, query_valid=query_valid, impl=impl,
+                        return_weights=need_weights)
+        # (..., H, T, d_k) and the weights (..., H, T, S) or None
+        out, weights = res if need_weights else (res, None)
         out = out.transpose(-3, -2)                             # (..., T, H, d_k)
         out = out.reshape(*out.shape[:-2], self.n_heads * self.d_k)  # (..., T, H * d_k)
         return self.w_o(out), weights                           # (..., T, d_model)

@@ -87,20 +87,26 @@ class MultiHeadLatentAttention(nn.Module):
         return x.transpose(-3, -2)                                  # (..., H, T, d_head)
 
     def absorbed_weights(self):
-        """(W_q_to_latent (H, d_head, d_latent), W_OV (H, d_latent, d_model), constant output bias or None).
+        """(W_q_to_latent (H, d_head, d_latent), W_OV (H, d_latent, d_model),
+        constant output bias or None).
 
-        A query row q_h becomes q_h @ W_UK_h^T; an attended latent row o_h becomes o_h @ (W_UV_h W_O_h).
-        A key bias adds q_h . b to every score of a row, which the softmax ignores; a value bias
-        comes out unchanged (the weights sum to 1) and is folded into the output bias.
+        A query row q_h becomes q_h @ W_UK_h^T; an attended latent row o_h becomes
+        o_h @ (W_UV_h W_O_h). A key bias adds q_h . b to every score of a row, which the
+        softmax ignores; a value bias comes out unchanged (the weights sum to 1) and is
+        folded into the output bias.
         """
         H, d_h, d_c = self.n_heads, self.d_head, self.d_latent
-        w_uk_t = self.w_uk.weight.view(H, d_h, d_c)                # W_UK_h^T per head: (H, d_head, d_latent)
-        w_uv = self.w_uv.weight.view(H, d_h, d_c).transpose(1, 2)  # W_UV_h: (H, d_latent, d_head)
-        w_o = self.w_o.weight.T.reshape(H, d_h, self.d_model)      # W_O_h: (H, d_head, d_model)
+        w_uk_t = self.w_uk.weight.view(H, d_h, d_c)  # W_UK_h^T: (H, d_head, d_latent)
+        w_uv = self.w_uv.weight.view(H, d_h, d_c)    # (H, d_head, d_latent)
+        w_uv = w_uv.transpose(1, 2)                  # W_UV_h: (H, d_latent, d_head)
+        w_o = self.w_o.weight.T                      # (H * d_head, d_model)
+        w_o = w_o.reshape(H, d_h, self.d_model)      # W_O_h: (H, d_head, d_model)
         bias = None
         if self.w_o.bias is not None:
-            bias = self.w_o.bias + torch.einsum("hd,hdm->m", self.w_uv.bias.view(H, d_h), w_o)
-        return w_uk_t, w_uv @ w_o, bias                             # ..., (H, d_latent, d_model), (d_model,)
+            value_bias = self.w_uv.bias.view(H, d_h)                # (H, d_head)
+            bias = self.w_o.bias + torch.einsum("hd,hdm->m", value_bias, w_o)
+        # W_q_to_latent, W_OV (H, d_latent, d_model), output bias (d_model,)
+        return w_uk_t, w_uv @ w_o, bias
 
     def forward(self, x, allowed=None, absorbed=False, cache=None, impl="auto"):
         tensor_check("x", x)
