@@ -62,7 +62,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PO = ROOT / "attnlab" / "locale" / "zh_CN" / "LC_MESSAGES" / "attnlab.po"
 CONVERTED = ["reference.py", "_validate.py", "masks.py", "grad.py", "exact.py", "display.py", "errors.py",
              "checks/result.py", "checks/engine.py", "checks/registry.py", "checks/limits.py", "checks/catalogue.py",
-             "checks/softmax.py", "checks/attention.py",
+             "checks/softmax.py", "checks/attention.py", "checks/masks.py", "checks/causal.py", "checks/backward.py",
+             "checks/cost.py",
              "torch_ops/_checks.py", "torch_ops/attention.py", "torch_ops/mha.py", "torch_ops/kv_cache.py",
              "torch_ops/mla.py"]
 CONVERTED_CHECKERS = [m for m in CONVERTED if m.startswith("checks/")]
@@ -208,7 +209,7 @@ def unwrapped_messages(source: str) -> list[str]:
                     found.append(f"line {arg.lineno}: an f-string inside {node.func.id}() cannot be translated")
             wrapped = True
         if isinstance(node, ast.JoinedStr) or (isinstance(node, ast.Constant) and isinstance(node.value, str)):
-            if not wrapped and not (isinstance(node, ast.Constant) and node.value == ""):   # "" has no words
+            if not wrapped and not (isinstance(node, ast.Constant) and not node.value.strip()):   # no words
                 found.append(f"line {node.lineno}: {ast.unparse(node)[:60]}")
             return
         for child in ast.iter_child_nodes(node):
