@@ -63,7 +63,7 @@ PO = ROOT / "attnlab" / "locale" / "zh_CN" / "LC_MESSAGES" / "attnlab.po"
 CONVERTED = ["reference.py", "_validate.py", "masks.py", "grad.py", "exact.py", "display.py", "errors.py",
              "checks/result.py", "checks/engine.py", "checks/registry.py", "checks/limits.py", "checks/catalogue.py",
              "checks/softmax.py", "checks/attention.py", "checks/masks.py", "checks/causal.py", "checks/backward.py",
-             "checks/cost.py",
+             "checks/cost.py", "checks/chunked.py", "checks/structure.py",
              "torch_ops/_checks.py", "torch_ops/attention.py", "torch_ops/mha.py", "torch_ops/kv_cache.py",
              "torch_ops/mla.py"]
 CONVERTED_CHECKERS = [m for m in CONVERTED if m.startswith("checks/")]
