@@ -60,7 +60,13 @@ def test_a_bad_environment_value_warns_and_keeps_english():
 
 ROOT = Path(__file__).resolve().parent.parent
 PO = ROOT / "attnlab" / "locale" / "zh_CN" / "LC_MESSAGES" / "attnlab.po"
-CONVERTED = ["reference.py", "_validate.py", "masks.py", "grad.py", "exact.py", "display.py", "errors.py"]
+CONVERTED = ["reference.py", "_validate.py", "masks.py", "grad.py", "exact.py", "display.py", "errors.py",
+             "checks/result.py", "checks/engine.py", "checks/registry.py", "checks/limits.py", "checks/catalogue.py",
+             "checks/softmax.py", "checks/attention.py", "checks/masks.py", "checks/causal.py", "checks/backward.py",
+             "checks/cost.py", "checks/chunked.py", "checks/structure.py",
+             "torch_ops/_checks.py", "torch_ops/attention.py", "torch_ops/mha.py", "torch_ops/kv_cache.py",
+             "torch_ops/mla.py"]
+CONVERTED_CHECKERS = [m for m in CONVERTED if m.startswith("checks/")]
 CJK = re.compile("[\u4e00-\u9fff]")
 
 
@@ -137,7 +143,11 @@ def test_every_entry_is_translated_and_none_is_fuzzy():
     fuzzy = [m.id for m in entries() if m.fuzzy]
     assert len(entries()) >= 40
     assert untranslated == [] and fuzzy == []
-    assert all(CJK.search(m.string) for m in entries())
+    assert [m.id for m in entries() if not CJK.search(m.string) and m.id not in PURE_LAYOUT] == []
+
+
+# Messages with no words to translate: the layout of a checker's verdict line (its words are placeholders).
+PURE_LAYOUT = {"{symbol} {task}: {status}. {message}", "{symbol} {task}: {status}."}
 
 
 def placeholders(text: str) -> set[tuple]:
@@ -199,7 +209,7 @@ def unwrapped_messages(source: str) -> list[str]:
                     found.append(f"line {arg.lineno}: an f-string inside {node.func.id}() cannot be translated")
             wrapped = True
         if isinstance(node, ast.JoinedStr) or (isinstance(node, ast.Constant) and isinstance(node.value, str)):
-            if not wrapped:
+            if not wrapped and not (isinstance(node, ast.Constant) and not node.value.strip()):   # no words
                 found.append(f"line {node.lineno}: {ast.unparse(node)[:60]}")
             return
         for child in ast.iter_child_nodes(node):
@@ -225,6 +235,42 @@ def test_the_scan_finds_unwrapped_messages_and_accepts_wrapped_ones():
     assert unwrapped_messages('raise ValueError(_("q has {n} axes; {what}").format(n=1, what="x"))')
     assert not unwrapped_messages('raise ValueError(_("q has {n} axes").format(n=len(s)))')
     assert not unwrapped_messages('raise ValueError(_("{w}").format(w=_(N_("leading axes"))))')
+
+
+def unwrapped_checker_messages(source: str) -> list[str]:
+    """A checker's verdicts (``run.fail``/``run.passed``/``self.fail`` and ``R.failed``/``R.passed``) and its mistake
+    explanations (``@model(name, ...)``, ``Mistake(name, ...)``) that are not marked with _() or N_()."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        message = None
+        if isinstance(func, ast.Attribute) and func.attr in ("fail", "passed") and node.args:
+            message = node.args[0]
+        elif isinstance(func, ast.Attribute) and func.attr in ("failed",) and len(node.args) > 1:
+            message = node.args[1]
+        elif isinstance(func, ast.Name) and func.id in ("model", "Mistake") and len(node.args) > 1:
+            message = node.args[1]
+        if message is not None:      # the same rule as for a raised message, applied to this one
+            found += [f"line {message.lineno}: {problem}"
+                      for problem in unwrapped_messages(f"raise Message({ast.unparse(message)})")]
+    return found
+
+
+def test_the_checker_scan_finds_unmarked_verdicts_and_explanations():
+    assert unwrapped_checker_messages('run.fail(f"On {case}, wrong")')
+    assert unwrapped_checker_messages('run.passed("All good")')
+    assert unwrapped_checker_messages('@model("x", "an explanation")\ndef f(): pass')
+    assert unwrapped_checker_messages('M = Mistake("x", "an explanation")')
+    assert not unwrapped_checker_messages('run.fail(_("On {case}, wrong").format(case=_(case)), "x")')
+    assert not unwrapped_checker_messages('M = Mistake("x", N_("an explanation"))')
+    assert not unwrapped_checker_messages('run.fail(M.text[0].upper() + M.text[1:], M.name)')
+
+
+@pytest.mark.parametrize("module", CONVERTED_CHECKERS)
+def test_no_verdict_or_mistake_explanation_of_a_converted_checker_is_left_unmarked(module):
+    assert unwrapped_checker_messages((ROOT / "attnlab" / module).read_text()) == []
 
 
 @pytest.mark.parametrize("module", CONVERTED)
@@ -320,3 +366,129 @@ def test_the_wheel_ships_the_catalogs_compiled_by_the_build(tmp_path):
         compiled = gettext.GNUTranslations(io.BytesIO(archive.read("attnlab/locale/zh_CN/LC_MESSAGES/attnlab.mo")))
     for m in entries():
         assert compiled.gettext(m.id) == m.string
+
+
+# --- checkers and torch_ops in Chinese ----------------------------------------------------------
+
+def _softmax_over_columns(x):
+    e = np.exp(x - x.max(axis=0, keepdims=True))
+    return e / e.sum(axis=0, keepdims=True)
+
+
+def _attention_without_transpose(q, k, v, allowed=None):
+    s = q @ k / np.sqrt(q.shape[-1])                     # the transpose trap: q @ k, not q @ k^T
+    if allowed is not None:
+        s = np.where(allowed, s, -np.inf)
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    return (e / e.sum(axis=-1, keepdims=True)) @ v
+
+
+def _stub(*args, **kwargs):
+    raise NotImplementedError
+
+
+WRONG_FUNCTIONS = {   # a checker, a wrong function written here, the mistake it must be diagnosed with
+    "softmax over the wrong axis": ("check_softmax", _softmax_over_columns, "wrong_axis", "axis=-1"),
+    "missing transpose": ("check_attention", _attention_without_transpose, "no_transpose",
+                          "q @ np.swapaxes(k, -1, -2)"),
+}
+
+
+@pytest.mark.parametrize("case", WRONG_FUNCTIONS, ids=list(WRONG_FUNCTIONS))
+def test_a_checker_names_the_same_mistake_in_chinese_and_is_english_again_afterwards(case):
+    from attnlab import checks
+    from attnlab.checks.catalogue import CATALOGUE
+
+    name, fn, mistake, code = WRONG_FUNCTIONS[case]
+    english = getattr(checks, name)(fn)
+    assert english.status == "failed" and english.mistake == mistake
+    explanations = [m.explanation for m in CATALOGUE[name] if m.name == mistake]
+    assert any(text in english.message for text in explanations)
+    i18n.set_language("zh_CN")
+    chinese = getattr(checks, name)(fn)
+    assert (chinese.status, chinese.mistake, chinese.task) == (english.status, english.mistake, english.task)
+    assert chinese.message != english.message and CJK.search(chinese.message)
+    assert "典型错误" in chinese.message and code in chinese.message        # "a classic mistake", the same fix
+    assert any(i18n._(text) != text and i18n._(text) in chinese.message for text in explanations)
+    assert "未通过" in str(chinese) and "未通过" in chinese._repr_html_()   # the status word, translated
+    i18n.set_language("en")
+    again = getattr(checks, name)(fn)
+    assert (again.message, str(again)) == (english.message, str(english))
+
+
+def test_a_stub_is_not_attempted_yet_in_chinese():
+    from attnlab import checks
+
+    english = checks.check_softmax(_stub)
+    i18n.set_language("zh_CN")
+    chinese = checks.check_softmax(_stub)
+    assert chinese.status == english.status == "not attempted yet"
+    assert "NotImplementedError" in chinese.message and CJK.search(chinese.message)
+    assert "尚未作答" in str(chinese) and "softmax 函数" in str(chinese)
+    i18n.set_language("en")
+    assert str(checks.check_softmax(_stub)) == str(english)
+
+
+def test_a_shape_error_of_the_student_gets_a_chinese_hint():
+    from attnlab import checks
+
+    def no_transpose_at_all(q, k):
+        return q @ k.T                                 # right for 2 axes; k.T reverses all 4 axes of a batch
+    i18n.set_language("zh_CN")
+    result = checks.check_scores(no_transpose_at_all)
+    assert result.status == "failed" and "提示" in result.message and "q @ k^T" in result.message
+
+
+def test_the_catalogue_summary_is_the_first_sentence_in_the_current_language():
+    from attnlab.checks.catalogue import CATALOGUE, summary
+
+    explanation = next(m.explanation for m in CATALOGUE["check_softmax"] if m.name == "wrong_axis")
+    assert summary(explanation) == "softmax over the wrong axis."
+    i18n.set_language("zh_CN")
+    assert summary(explanation) == "softmax 的轴不对。"
+
+
+torch = pytest.importorskip("torch")
+TORCH_BAD_CALLS = {   # each call, the error class, and what its message must name in any language
+    "numpy input": (lambda: al.torch_ops.attention(np.ones((2, 4)), torch.ones(3, 4), torch.ones(3, 2)),
+                    al.AttentionInputError, ["q", "ndarray", "torch.as_tensor(q)"]),
+    "impl": (lambda: al.torch_ops.attention(torch.ones(2, 4), torch.ones(3, 4), torch.ones(3, 2), impl="fast"),
+             al.AttentionInputError, ["impl", "'fast'", "'sdpa'"]),
+    "dtypes": (lambda: al.torch_ops.attention(torch.ones(2, 4), torch.ones(3, 4, dtype=torch.float64),
+                                               torch.ones(3, 2)), al.AttentionInputError, ["q, k, v", "dtype"]),
+    "empty row": (lambda: al.torch_ops.attention(torch.ones(2, 4), torch.ones(3, 4), torch.ones(3, 2),
+                                                  allowed=torch.zeros(2, 3, dtype=torch.bool)),
+                  al.EmptyVisibilityError, ["(0,)", "allowed", "query_valid=False"]),
+    "mha width": (lambda: al.torch_ops.MultiHeadAttention(8, 2)(torch.ones(1, 3, 6)), al.AttentionInputError,
+                  ["x_q", "8", "(1, 3, 6)"]),
+    "mha heads": (lambda: al.torch_ops.MultiHeadAttention(6, 4), al.AttentionInputError, ["d_model=6", "n_heads=4"]),
+    "empty cache": (lambda: al.torch_ops.KVCache(2, 4).attend(torch.ones(1, 2, 1, 4)), al.KVCacheError, ["append"]),
+    "mla width": (lambda: al.torch_ops.MultiHeadLatentAttention(8, 2, 4)(torch.ones(1, 3, 5)),
+                  al.AttentionInputError, ["x", "8", "(1, 3, 5)"]),
+}
+
+
+@pytest.mark.parametrize("case", TORCH_BAD_CALLS, ids=list(TORCH_BAD_CALLS))
+def test_torch_ops_bad_input_raises_the_same_error_in_chinese(case):
+    call, error, named = TORCH_BAD_CALLS[case]
+    english = raised(call, error)
+    i18n.set_language("zh_CN")
+    chinese = raised(call, error)
+    assert type(chinese) is type(english)
+    assert CJK.search(str(chinese)) and str(chinese) != str(english), str(chinese)
+    for part in named:
+        assert part in str(english) and part in str(chinese), (part, str(chinese))
+    i18n.set_language("en")
+    assert str(raised(call, error)) == str(english)
+
+
+def test_the_torch_empty_row_message_is_the_numpy_one_in_both_languages():
+    q, k, v = np.ones((2, 4)), np.ones((3, 4)), np.ones((3, 2))
+    allowed = np.zeros((2, 3), bool)
+    for lang in ("en", "zh_CN"):
+        i18n.set_language(lang)
+        numpy_error = raised(lambda: al.attention(q, k, v, allowed=allowed), al.EmptyVisibilityError)
+        torch_error = raised(lambda: al.torch_ops.attention(torch.from_numpy(q), torch.from_numpy(k),
+                                                            torch.from_numpy(v), allowed=allowed),
+                             al.EmptyVisibilityError)
+        assert str(torch_error) == str(numpy_error)

@@ -10,6 +10,7 @@ import numpy as np
 from .. import masks
 from .. import reference as ref
 from ..errors import EmptyVisibilityError
+from ..i18n import N_, _
 from .engine import Mistake, close, error_hint, models, run_model
 from .kernels import attend, softmax, swap
 from .registry import checker
@@ -18,26 +19,26 @@ SCORES_MISTAKES: list[Mistake] = []
 model = models(SCORES_MISTAKES)
 
 
-@model("no_transpose", "Q K instead of Q K^T. Each score is the dot product of a query row with a key row, so "
+@model("no_transpose", N_("Q K instead of Q K^T. Each score is the dot product of a query row with a key row, so "
        "the keys must be transposed: `q @ k^T`. When d_k equals the number of keys the shapes agree and only the "
-       "values are wrong (the transpose trap of chapter 1).")
+       "values are wrong (the transpose trap of chapter 1)."))
 def scores_without_transpose(q, k):
     return q @ k
 
 
-@model("scores_transposed", "you computed K Q^T, the transpose of the scores: row i must belong to query i, so "
-       "use `q @ k^T`.")
+@model("scores_transposed", N_("you computed K Q^T, the transpose of the scores: row i must belong to query i, so "
+       "use `q @ k^T`."))
 def scores_transposed(q, k):
     return k @ swap(q)
 
 
-@model("elementwise", "an elementwise product `q * k` is not a matrix of dot products; use `q @ k^T`.")
+@model("elementwise", N_("an elementwise product `q * k` is not a matrix of dot products; use `q @ k^T`."))
 def scores_elementwise(q, k):
     return q * k
 
 
-@model("scaled", "these are scaled scores; this task asks for the raw dot products `q @ k^T` (the 1/sqrt(d_k) "
-       "comes with the full attention).")
+@model("scaled", N_("these are scaled scores; this task asks for the raw dot products `q @ k^T` (the 1/sqrt(d_k) "
+       "comes with the full attention)."))
 def scores_already_scaled(q, k):
     return q @ swap(k) / np.sqrt(q.shape[-1])
 
@@ -45,81 +46,81 @@ def scores_already_scaled(q, k):
 def _scores_shape_hint(T, S):
     def hint(shape):
         if tuple(shape[-2:]) == (S, T):
-            return "that is the transpose: scores need one row per query and one column per key, `q @ k^T`."
+            return _("that is the transpose: scores need one row per query and one column per key, `q @ k^T`.")
         return None
     return hint
 
 
-@checker("scores q k^T", SCORES_MISTAKES)
+@checker(N_("scores q k^T"), SCORES_MISTAKES)
 def check_scores(run, fn):
     """Check ``fn(q, k)``: the raw dot-product scores ``q @ k^T`` with shape (..., T, S)."""
     rng = np.random.default_rng(1)
     cases = [
-        ("the asymmetric example Q = [[1, 2], [0, 1]], K = [[1, 0], [2, 1]]",
+        (N_("the asymmetric example Q = [[1, 2], [0, 1]], K = [[1, 0], [2, 1]]"),
          np.array([[1.0, 2.0], [0.0, 1.0]]), np.array([[1.0, 0.0], [2.0, 1.0]])),
-        ("T = 2 queries, S = 3 keys, d_k = 4", rng.normal(size=(2, 4)), rng.normal(size=(3, 4))),
-        ("a batch: q (2, 3, 4, 5), k (2, 3, 6, 5)", rng.normal(size=(2, 3, 4, 5)), rng.normal(size=(2, 3, 6, 5))),
+        (N_("T = 2 queries, S = 3 keys, d_k = 4"), rng.normal(size=(2, 4)), rng.normal(size=(3, 4))),
+        (N_("a batch: q (2, 3, 4, 5), k (2, 3, 6, 5)"), rng.normal(size=(2, 3, 4, 5)), rng.normal(size=(2, 3, 6, 5))),
     ]
     for case, q, k in cases:
         T, S = q.shape[-2], k.shape[-2]
         out = run.call(fn, case, q, k, hint=error_hint)
         got = run.array(out, case, shape=q.shape[:-2] + (T, S), shape_hint=_scores_shape_hint(T, S))
         run.compare(case, got, q @ swap(k), SCORES_MISTAKES, args=(q, k))
-    return run.passed(f"All {len(cases)} cases match `q @ k^T`, including the asymmetric example where Q K has "
-                      f"the same shape and different values.")
+    return run.passed(_("All {n_cases} cases match `q @ k^T`, including the asymmetric example "
+                        "where Q K has the same shape and different values.").format(n_cases=len(cases)))
 
 
 ATTENTION_MISTAKES: list[Mistake] = []
 model = models(ATTENTION_MISTAKES)
 
 
-@model("no_transpose", "Q K instead of Q K^T (the transpose trap). When d_k equals the number of keys `q @ k` has "
-       "the right shape and wrong values; transpose the keys: `q @ np.swapaxes(k, -1, -2)`.")
+@model("no_transpose", N_("Q K instead of Q K^T (the transpose trap). When d_k equals the number of keys `q @ k` has "
+       "the right shape and wrong values; transpose the keys: `q @ np.swapaxes(k, -1, -2)`."))
 def attention_without_transpose(q, k, v, allowed=None):
     return attend(q, k, v, allowed, scores=q @ k)
 
 
-@model("scores_transposed", "the scores are K Q^T instead of Q K^T, so the softmax runs over queries. Row i of "
-       "the scores must belong to query i.")
+@model("scores_transposed", N_("the scores are K Q^T instead of Q K^T, so the softmax runs over queries. Row i of "
+       "the scores must belong to query i."))
 def attention_scores_transposed(q, k, v, allowed=None):
     a = softmax(k @ swap(q) / np.sqrt(q.shape[-1]))      # (S, T), normalised over queries
     return a @ v
 
 
-@model("wrong_axis", "softmax over the wrong axis: your weights sum to 1 down each column (over queries). Each "
-       "query distributes its weight over the keys: normalise along the last axis.")
+@model("wrong_axis", N_("softmax over the wrong axis: your weights sum to 1 down each column (over queries). Each "
+       "query distributes its weight over the keys: normalise along the last axis."))
 def attention_softmax_over_queries(q, k, v, allowed=None):
     return attend(q, k, v, allowed, axis=-2)
 
 
-@model("no_scale", "missing scaling: the scores must be divided by sqrt(d_k) before the softmax.")
+@model("no_scale", N_("missing scaling: the scores must be divided by sqrt(d_k) before the softmax."))
 def attention_without_scale(q, k, v, allowed=None):
     return attend(q, k, v, allowed, scale=1.0)
 
 
-@model("scale_by_d_k", "wrong scaling: you divided by d_k; divide by sqrt(d_k).")
+@model("scale_by_d_k", N_("wrong scaling: you divided by d_k; divide by sqrt(d_k)."))
 def attention_scale_by_d_k(q, k, v, allowed=None):
     return attend(q, k, v, allowed, scale=1 / q.shape[-1])
 
 
-@model("scale_multiplied", "wrong scaling: you multiplied by sqrt(d_k); divide by it.")
+@model("scale_multiplied", N_("wrong scaling: you multiplied by sqrt(d_k); divide by it."))
 def attention_scale_multiplied(q, k, v, allowed=None):
     return attend(q, k, v, allowed, scale=np.sqrt(q.shape[-1]))
 
 
-@model("scale_by_d_v", "wrong scaling: you divided by sqrt(d_v), the value width; the scale uses d_k, the width "
-       "of queries and keys.")
+@model("scale_by_d_v", N_("wrong scaling: you divided by sqrt(d_v), the value width; the scale uses d_k, the width "
+       "of queries and keys."))
 def attention_scale_by_d_v(q, k, v, allowed=None):
     return attend(q, k, v, allowed, scale=1 / np.sqrt(v.shape[-1]))
 
 
-@model("no_softmax", "the scores were used as weights without a softmax.")
+@model("no_softmax", N_("the scores were used as weights without a softmax."))
 def attention_without_softmax(q, k, v, allowed=None):
     return attend(q, k, v, allowed, fill=0.0, normalise=False)
 
 
-@model("no_max_subtraction", "no max subtraction (overflow): large scores make `np.exp` return inf and the weights "
-       "nan. Subtract each row's maximum (over the allowed keys) before `np.exp`.")
+@model("no_max_subtraction", N_("no max subtraction (overflow): large scores make `np.exp` return inf and the weights "
+       "nan. Subtract each row's maximum (over the allowed keys) before `np.exp`."))
 def attention_without_max_subtraction(q, k, v, allowed=None):
     return attend(q, k, v, allowed, stable=False)
 
@@ -128,33 +129,33 @@ MASK_MISTAKES: list[Mistake] = []
 model = models(MASK_MISTAKES)
 
 
-@model("mask_after_softmax", "mask applied after the softmax. Zeroing weights after normalising leaves rows that "
+@model("mask_after_softmax", N_("mask applied after the softmax. Zeroing weights after normalising leaves rows that "
        "sum to less than 1 (the forbidden keys already took their share). Put forbidden scores to -inf before the "
-       "softmax.")
+       "softmax."))
 def attention_mask_after_softmax(q, k, v, allowed=None):
     return attend(q, k, v, allowed, mask="after")
 
 
-@model("mask_ignored", "the mask is ignored: queries read keys they may not read.")
+@model("mask_ignored", N_("the mask is ignored: queries read keys they may not read."))
 def attention_mask_ignored(q, k, v, allowed=None):
     return attend(q, k, v, allowed, mask="ignore")
 
 
-@model("mask_inverted", "mask polarity inverted: here True means this query MAY read this key (as in SDPA). You "
-       "blocked the allowed keys and kept the forbidden ones.")
+@model("mask_inverted", N_("mask polarity inverted: here True means this query MAY read this key (as in SDPA). You "
+       "blocked the allowed keys and kept the forbidden ones."))
 def attention_mask_inverted(q, k, v, allowed=None):
     return attend(q, k, v, allowed, mask="invert")
 
 
-@model("mask_added", "the boolean mask was added to the scores (True counts as 1), which shifts scores but "
-       "forbids nothing. Replace forbidden scores by -inf instead, e.g. `np.where(allowed, scores, -np.inf)`.")
+@model("mask_added", N_("the boolean mask was added to the scores (True counts as 1), which shifts scores but "
+       "forbids nothing. Replace forbidden scores by -inf instead, e.g. `np.where(allowed, scores, -np.inf)`."))
 def attention_mask_added(q, k, v, allowed=None):
     return attend(q, k, v, allowed, mask="add")
 
 
-@model("mask_multiplied", "the boolean mask was multiplied into the scores, so a forbidden score becomes 0, not "
+@model("mask_multiplied", N_("the boolean mask was multiplied into the scores, so a forbidden score becomes 0, not "
        "-inf, and still gets weight after the softmax. Replace forbidden scores by -inf instead: "
-       "`np.where(allowed, scores, -np.inf)`.")
+       "`np.where(allowed, scores, -np.inf)`."))
 def attention_mask_multiplied(q, k, v, allowed=None):
     return attend(q, k, v, allowed, scores=(q @ swap(k)) * allowed, mask="ignore")
 
@@ -163,54 +164,54 @@ EMPTY_ROW_MISTAKES: list[Mistake] = []
 model = models(EMPTY_ROW_MISTAKES)
 
 
-@model("fill_minus_1e9", "-1e9 filling (uniform rows): with a large finite penalty a row with no readable key "
+@model("fill_minus_1e9", N_("-1e9 filling (uniform rows): with a large finite penalty a row with no readable key "
        "gets uniform weights over the forbidden keys and reads everything it must not. A valid query with no "
-       "readable key is an error: check for it and raise ValueError.")
+       "readable key is an error: check for it and raise ValueError."))
 def attention_fill_minus_1e9(q, k, v, allowed=None):
     return attend(q, k, v, allowed, fill=-1e9)
 
 
-@model("nan_row", "a row with no readable key came out as nan: -inf everywhere gives -inf - (-inf) = nan. A valid "
-       "query with no readable key is an error: check `allowed.any(axis=-1)` and raise ValueError.")
+@model("nan_row", N_("a row with no readable key came out as nan: -inf everywhere gives -inf - (-inf) = nan. A valid "
+       "query with no readable key is an error: check `allowed.any(axis=-1)` and raise ValueError."))
 def attention_fill_minus_inf_unguarded(q, k, v, allowed=None):
     return attend(q, k, v, allowed, fill=-np.inf)
 
 
-@model("zero_row", "a valid query with no readable key silently got a zero output, which hides a broken mask. "
+@model("zero_row", N_("a valid query with no readable key silently got a zero output, which hides a broken mask. "
        "Raise ValueError instead (padding queries, which may get zeros, are marked separately in the package with "
-       "`query_valid`).")
+       "`query_valid`)."))
 def attention_zero_rows(q, k, v, allowed=None):
     out = attend(q, k, v, allowed, fill=-np.inf)
     return np.nan_to_num(out, nan=0.0)
 
 
-NO_ERROR = Mistake("empty_row_accepted", "a valid query with no readable key returned an output; it must raise "
-                   "ValueError.")
+NO_ERROR = Mistake("empty_row_accepted", N_("a valid query with no readable key returned an output; it must raise "
+                   "ValueError."))
 
 
 def _attention_cases(with_masks: bool):
     rng = np.random.default_rng(7)
     cases = [
-        ("a square case built to expose a missing transpose (T = S = d_k = 3, d_v = 2, asymmetric q and k)",
+        (N_("a square case built to expose a missing transpose (T = S = d_k = 3, d_v = 2, asymmetric q and k)"),
          rng.normal(size=(3, 3)), rng.normal(size=(3, 3)), rng.normal(size=(3, 2)), None),
-        ("a rectangular case (T = 2 queries, S = 5 keys, d_k = 4, d_v = 3)",
+        (N_("a rectangular case (T = 2 queries, S = 5 keys, d_k = 4, d_v = 3)"),
          rng.normal(size=(2, 4)), rng.normal(size=(5, 4)), rng.normal(size=(5, 3)), None),
-        ("a batch with a head axis (q: (2, 3, 4, 8), k: (2, 3, 6, 8), v: (2, 3, 6, 5))",
+        (N_("a batch with a head axis (q: (2, 3, 4, 8), k: (2, 3, 6, 8), v: (2, 3, 6, 5))"),
          rng.normal(size=(2, 3, 4, 8)), rng.normal(size=(2, 3, 6, 8)), rng.normal(size=(2, 3, 6, 5)), None),
     ]
     k_big = np.abs(rng.normal(size=(4, 4))) + 0.5
     q_big = np.full((3, 4), 400.0) * np.array([[1.0], [1.5], [-1.0]])
-    cases.append(("large scores (about +-1000; `np.exp` overflows without max subtraction)",
+    cases.append((N_("large scores (about +-1000; `np.exp` overflows without max subtraction)"),
                   q_big, k_big, rng.normal(size=(4, 2)), None))
     if with_masks:
         allowed = np.array([[1, 0, 1, 1, 0], [0, 1, 1, 0, 1], [1, 1, 0, 0, 0], [0, 0, 0, 1, 1]], dtype=bool)
         cases += [
-            ("a (T = 4, S = 5) mask with forbidden keys in every row",
+            (N_("a (T = 4, S = 5) mask with forbidden keys in every row"),
              rng.normal(size=(4, 3)), rng.normal(size=(5, 3)), rng.normal(size=(5, 2)), allowed),
-            ("a key-padding mask of shape (B, 1, S) = (2, 1, 4) (lengths 4 and 2) on a batch of 2",
+            (N_("a key-padding mask of shape (B, 1, S) = (2, 1, 4) (lengths 4 and 2) on a batch of 2"),
              rng.normal(size=(2, 3, 3)), rng.normal(size=(2, 4, 3)), rng.normal(size=(2, 4, 2)),
              masks.padding(np.array([4, 2]), 4)),
-            ("a causal mask (T = S = 4)",
+            (N_("a causal mask (T = S = 4)"),
              rng.normal(size=(4, 3)), rng.normal(size=(4, 3)), rng.normal(size=(4, 2)), masks.causal(4)),
         ]
     return cases
@@ -219,12 +220,12 @@ def _attention_cases(with_masks: bool):
 def _attention_shape_hint(T, S):
     def hint(shape):
         if tuple(shape[-2:]) == (T, S):
-            return "that is the shape of the weights (T, S); multiply them by v to get the output (T, d_v)."
+            return _("that is the shape of the weights (T, S); multiply them by v to get the output (T, d_v).")
         return None
     return hint
 
 
-@checker("attention", ATTENTION_MISTAKES + MASK_MISTAKES + EMPTY_ROW_MISTAKES + [NO_ERROR])
+@checker(N_("attention"), ATTENTION_MISTAKES + MASK_MISTAKES + EMPTY_ROW_MISTAKES + [NO_ERROR])
 def check_attention(run, fn, *, masks_too: bool = True):
     """Check ``fn(q, k, v, allowed=None)``: softmax(q k^T / sqrt(d_k)) v with a boolean mask.
 
@@ -242,35 +243,36 @@ def check_attention(run, fn, *, masks_too: bool = True):
         got = run.array(out, case, shape=shape, shape_hint=_attention_shape_hint(T, S))
         mistakes = ATTENTION_MISTAKES + (MASK_MISTAKES if allowed is not None else [])
         run.compare(case, got, ref.attention(q, k, v, allowed=allowed), mistakes, args=args,
-                    fallback="print the weights for this case and compare them with `al.attention(q, k, v, "
-                             "allowed, return_weights=True)`.")
+                    fallback=N_("print the weights for this case and compare them with `al.attention(q, k, v, "
+                             "allowed, return_weights=True)`."))
     if not masks_too:
-        return run.passed(f"All {len(cases)} unmasked cases match `al.attention`: the transpose trap, rectangular "
-                          f"shapes, a batch with a head axis and large scores.")
+        return run.passed(_("All {n_cases} unmasked cases match `al.attention`: the transpose "
+                            "trap, rectangular shapes, a batch with a head axis and large scores.").format(
+                                n_cases=len(cases)))
     _check_empty_row(run, fn)
-    return run.passed(f"All {len(cases) + 1} cases match `al.attention`: the transpose trap, rectangular shapes, "
-                      f"batches, large scores, general, padding and causal masks, and a query with no readable "
-                      f"key raises ValueError.")
+    return run.passed(_("All {value} cases match `al.attention`: the transpose trap, rectangular "
+                        "shapes, batches, large scores, general, padding and causal masks, and a "
+                        "query with no readable key raises ValueError.").format(value=len(cases) + 1))
 
 
 def _check_empty_row(run, fn):
     rng = np.random.default_rng(9)
     q, k, v = rng.normal(size=(3, 2)), rng.normal(size=(4, 2)), rng.normal(size=(4, 3))
     allowed = np.array([[1, 1, 0, 0], [0, 0, 0, 0], [1, 1, 1, 1]], dtype=bool)
-    case = "a (3, 4) mask whose second row is all False (a valid query that may read no key)"
+    case = N_("a (3, 4) mask whose second row is all False (a valid query that may read no key)")
     try:
         ref.attention(q, k, v, allowed=allowed)
-        raise AssertionError("the reference must refuse an empty row")   # pragma: no cover
+        raise AssertionError(_("the reference must refuse an empty row"))   # pragma: no cover
     except EmptyVisibilityError:
         pass
     out = run.call(fn, case, q, k, v, allowed, expect=(ValueError,),
-                   hint=lambda err: "raise ValueError (or a subclass) for a valid query with no readable key.")
+                   hint=lambda err: _("raise ValueError (or a subclass) for a valid query with no readable key."))
     if isinstance(out, ValueError):
         return
     got = run.array(out, case, shape=(3, 3), dtype="any")
     for mistake in EMPTY_ROW_MISTAKES:
         model_out = run_model(mistake.model, q, k, v, allowed)
         if model_out is not None and close(got, model_out):
-            run.fail(f"On {case}: {mistake.explanation}", mistake.name)
-    run.fail(f"On {case}, your function returned an output; a valid query with no readable key must raise "
-             f"ValueError.", NO_ERROR.name)
+            run.fail(_("On {case}: {explanation}").format(case=_(case), explanation=mistake.text), mistake.name)
+    run.fail(_("On {case}, your function returned an output; a valid query with no readable key "
+               "must raise ValueError.").format(case=_(case)), NO_ERROR.name)

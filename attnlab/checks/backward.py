@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import grad
+from ..i18n import N_, _
 from .engine import Mistake, close, describe_difference, error_hint, models, which_mistake
 from .kernels import softmax, swap
 from .registry import checker
@@ -12,56 +13,56 @@ SOFTMAX_BACKWARD_MISTAKES: list[Mistake] = []
 model = models(SOFTMAX_BACKWARD_MISTAKES)
 
 
-@model("no_row_mean", "missing the row-mean term: the gradient is a * (g - sum(a * g)), not a * g. Raising one "
+@model("no_row_mean", N_("missing the row-mean term: the gradient is a * (g - sum(a * g)), not a * g. Raising one "
        "score lowers every other weight through the shared denominator; the subtracted weighted mean is that path, "
-       "and it makes every row of the result sum to 0.")
+       "and it makes every row of the result sum to 0."))
 def softmax_backward_without_row_mean(a, g):
     return a * g
 
 
-@model("unweighted_mean", "the subtracted mean must be weighted by a: use sum(a * g) over the row, not the plain "
-       "mean of g.")
+@model("unweighted_mean", N_("the subtracted mean must be weighted by a: use sum(a * g) over the row, not the plain "
+       "mean of g."))
 def softmax_backward_unweighted_mean(a, g):
     return a * (g - g.mean(axis=-1, keepdims=True))
 
 
-@model("mean_wrong_axis", "the weighted mean runs over the wrong axis: sum a * g along the last axis (each row "
-       "separately), with keepdims=True.")
+@model("mean_wrong_axis", N_("the weighted mean runs over the wrong axis: sum a * g along the last axis (each row "
+       "separately), with keepdims=True."))
 def softmax_backward_mean_over_wrong_axis(a, g):
     return a * (g - (a * g).sum(axis=0, keepdims=True))
 
 
-@model("no_leading_a", "the leading factor a is missing: the gradient is a * (g - sum(a * g)).")
+@model("no_leading_a", N_("the leading factor a is missing: the gradient is a * (g - sum(a * g))."))
 def softmax_backward_without_leading_a(a, g):
     return g - (a * g).sum(axis=-1, keepdims=True)
 
 
-@model("sum_without_keepdims", "`(a * g).sum(axis=-1)` without keepdims=True broadcasts the row sums along the "
-       "wrong axis (a square input hides the shape error).")
+@model("sum_without_keepdims", N_("`(a * g).sum(axis=-1)` without keepdims=True broadcasts the row sums along the "
+       "wrong axis (a square input hides the shape error)."))
 def softmax_backward_sum_without_keepdims(a, g):
     return a * (g - (a * g).sum(axis=-1))
 
 
-@model("sign", "the sign is flipped: the gradient is a * (g - sum(a * g)).")
+@model("sign", N_("the sign is flipped: the gradient is a * (g - sum(a * g))."))
 def softmax_backward_sign_flipped(a, g):
     return a * ((a * g).sum(axis=-1, keepdims=True) - g)
 
 
-@checker("softmax backward", SOFTMAX_BACKWARD_MISTAKES)
+@checker(N_("softmax backward"), SOFTMAX_BACKWARD_MISTAKES)
 def check_softmax_backward(run, fn):
     """Check ``fn(a, grad_a)``: the gradient with respect to the logits, given a = softmax(x) along the last axis
     and the upstream gradient dL/da (same shape); float64 NumPy arrays in and out."""
     rng = np.random.default_rng(12)
     cases = []
-    for case, shape in (("a vector of 4 weights", (4,)), ("a square 4 x 4 batch of rows", (4, 4)),
-                        ("a 3 x 5 matrix of rows", (3, 5)), ("a batch of shape (2, 3, 4)", (2, 3, 4))):
+    for case, shape in ((N_("a vector of 4 weights"), (4,)), (N_("a square 4 x 4 batch of rows"), (4, 4)),
+                        (N_("a 3 x 5 matrix of rows"), (3, 5)), (N_("a batch of shape (2, 3, 4)"), (2, 3, 4))):
         cases.append((case, softmax(rng.normal(size=shape)), rng.normal(size=shape)))
     for case, a, g in cases:
         got = run.array(run.call(fn, case, a, g, hint=error_hint), case, shape=a.shape)
         expected = np.einsum("...ij,...j->...i", grad.softmax_jacobian(a), g)   # J is symmetric
-        run.compare(case, got, expected, SOFTMAX_BACKWARD_MISTAKES, args=(a, g), name="the gradient")
-    return run.passed(f"All {len(cases)} cases match the Jacobian product (diag(a) - a a^T) g; every row of your "
-                      f"gradient sums to 0.")
+        run.compare(case, got, expected, SOFTMAX_BACKWARD_MISTAKES, args=(a, g), name=N_("the gradient"))
+    return run.passed(_("All {n_cases} cases match the Jacobian product (diag(a) - a a^T) g; every "
+                        "row of your gradient sums to 0.").format(n_cases=len(cases)))
 
 
 # ---------------------------------------------------------------------------------------------- attention
@@ -127,46 +128,51 @@ def backward_without_scale_in_dk(q, k, v, g):
     return _backward(q, k, v, g, scale_dk=False)
 
 
-_NO_ROW_MEAN = ("missing the row-mean term of the softmax backward: dS = A * (dA - rowsum(A * dA)), not A * dA. "
-                "(dV can still be right: it does not pass through the softmax.)")
+
 # One gradient of the triple fails: each list is tried on its own gradient (dq, dk, dv).
 DQ_MISTAKES = [
-    Mistake("no_row_mean", "dq: " + _NO_ROW_MEAN, backward_without_row_mean),
-    Mistake("unweighted_mean", "dq: the row mean in dS must be weighted by A: rowsum(A * dA).",
+    Mistake("no_row_mean", N_("dq: missing the row-mean term of the softmax backward: dS = A * (dA - rowsum(A * "
+                              "dA)), not A * dA. (dV can still be right: it does not pass through the softmax.)"),
+            backward_without_row_mean),
+    Mistake("unweighted_mean", N_("dq: the row mean in dS must be weighted by A: rowsum(A * dA)."),
             backward_unweighted_row_mean),
-    Mistake("softmax_as_identity", "dq: the softmax Jacobian is missing (dS = dA).", backward_softmax_as_identity),
-    Mistake("dq_transposed_ds", "dq: use dS K, not dS^T K (dq has one row per query).",
+    Mistake("softmax_as_identity", N_("dq: the softmax Jacobian is missing (dS = dA)."), backward_softmax_as_identity),
+    Mistake("dq_transposed_ds", N_("dq: use dS K, not dS^T K (dq has one row per query)."),
             backward_dq_with_transposed_ds),
-    Mistake("no_scale", "dq: missing the 1/sqrt(d_k) in dQ and dK: the scores are scaled, so dQ = dS K / sqrt(d_k).",
+    Mistake("no_scale", N_("dq: missing the 1/sqrt(d_k) in dQ and dK: the scores are scaled, so "
+                            "dQ = dS K / sqrt(d_k)."),
             backward_without_scale),
-    Mistake("no_scale", "dq: missing the 1/sqrt(d_k): dQ = dS K / sqrt(d_k).", backward_without_scale_in_dq),
+    Mistake("no_scale", N_("dq: missing the 1/sqrt(d_k): dQ = dS K / sqrt(d_k)."), backward_without_scale_in_dq),
 ]
 DK_MISTAKES = [
-    Mistake("no_row_mean", "dk: " + _NO_ROW_MEAN, backward_without_row_mean),
-    Mistake("unweighted_mean", "dk: the row mean in dS must be weighted by A: rowsum(A * dA).",
+    Mistake("no_row_mean", N_("dk: missing the row-mean term of the softmax backward: dS = A * (dA - rowsum(A * "
+                              "dA)), not A * dA. (dV can still be right: it does not pass through the softmax.)"),
+            backward_without_row_mean),
+    Mistake("unweighted_mean", N_("dk: the row mean in dS must be weighted by A: rowsum(A * dA)."),
             backward_unweighted_row_mean),
-    Mistake("softmax_as_identity", "dk: the softmax Jacobian is missing (dS = dA).", backward_softmax_as_identity),
-    Mistake("dk_untransposed", "dk: untransposed dK. Use dS^T Q (one row per key), not dS Q; with T = S the shapes "
-            "agree and only the values are wrong.", backward_dk_untransposed),
-    Mistake("dk_from_k", "dk: dK = dS^T Q / sqrt(d_k) uses the queries, not the keys.", backward_dk_from_k),
-    Mistake("no_scale", "dk: missing the 1/sqrt(d_k) in dQ and dK: dK = dS^T Q / sqrt(d_k).", backward_without_scale),
-    Mistake("no_scale", "dk: missing the 1/sqrt(d_k): dK = dS^T Q / sqrt(d_k).", backward_without_scale_in_dk),
+    Mistake("softmax_as_identity", N_("dk: the softmax Jacobian is missing (dS = dA)."), backward_softmax_as_identity),
+    Mistake("dk_untransposed", N_("dk: untransposed dK. Use dS^T Q (one row per key), not dS Q; with T = S the shapes "
+            "agree and only the values are wrong."), backward_dk_untransposed),
+    Mistake("dk_from_k", N_("dk: dK = dS^T Q / sqrt(d_k) uses the queries, not the keys."), backward_dk_from_k),
+    Mistake("no_scale", N_("dk: missing the 1/sqrt(d_k) in dQ and dK: dK = dS^T Q / sqrt(d_k)."),
+            backward_without_scale),
+    Mistake("no_scale", N_("dk: missing the 1/sqrt(d_k): dK = dS^T Q / sqrt(d_k)."), backward_without_scale_in_dk),
 ]
 DV_MISTAKES = [
-    Mistake("dv_untransposed", "dv: untransposed dV. Use A^T G (one row per key), not A G; with T = S the shapes "
-            "agree and only the values are wrong.", backward_dv_untransposed),
+    Mistake("dv_untransposed", N_("dv: untransposed dV. Use A^T G (one row per key), not A G; with T = S the shapes "
+            "agree and only the values are wrong."), backward_dv_untransposed),
 ]
-NOT_A_TRIPLE = Mistake("not_a_triple", "the function did not return the three gradients (dq, dk, dv).")
+NOT_A_TRIPLE = Mistake("not_a_triple", N_("the function did not return the three gradients (dq, dk, dv)."))
 
 
 def _shape_hint(name, T, S):
     def hint(shape):
         if name == "dv" and shape[-2] == T != S:
-            return "dV needs one row per key (S rows): dV = A^T G."
+            return _("dV needs one row per key (S rows): dV = A^T G.")
         if name == "dk" and shape[-2] == T != S:
-            return "dK needs one row per key (S rows): dK = dS^T Q / sqrt(d_k)."
+            return _("dK needs one row per key (S rows): dK = dS^T Q / sqrt(d_k).")
         if name == "dq" and shape[-2] == S != T:
-            return "dQ needs one row per query (T rows): dQ = dS K / sqrt(d_k)."
+            return _("dQ needs one row per query (T rows): dQ = dS K / sqrt(d_k).")
         return None
     return hint
 
@@ -175,22 +181,23 @@ def _pick(i):
     return lambda out: out[i]
 
 
-@checker("attention backward", DQ_MISTAKES + DK_MISTAKES + DV_MISTAKES + [NOT_A_TRIPLE])
+@checker(N_("attention backward"), DQ_MISTAKES + DK_MISTAKES + DV_MISTAKES + [NOT_A_TRIPLE])
 def check_attention_backward(run, fn):
     """Check ``fn(q, k, v, grad_out) -> (dq, dk, dv)`` for out = softmax(q k^T / sqrt(d_k)) v (no mask); float64
     NumPy arrays in and out."""
     rng = np.random.default_rng(13)
     cases = [
-        ("a square case (T = S = 3, d_k = 4, d_v = 2)", (3,), (3,), 4, 2),
-        ("a rectangular case (T = 2 queries, S = 5 keys, d_k = 3, d_v = 4)", (2,), (5,), 3, 4),
-        ("a batch with a head axis (B = 2, H = 2, T = 3, S = 4, d_k = 5, d_v = 2)", (2, 2, 3), (2, 2, 4), 5, 2),
+        (N_("a square case (T = S = 3, d_k = 4, d_v = 2)"), (3,), (3,), 4, 2),
+        (N_("a rectangular case (T = 2 queries, S = 5 keys, d_k = 3, d_v = 4)"), (2,), (5,), 3, 4),
+        (N_("a batch with a head axis (B = 2, H = 2, T = 3, S = 4, d_k = 5, d_v = 2)"), (2, 2, 3), (2, 2, 4), 5, 2),
     ]
     for case, tq, tk, d_k, d_v in cases:
         q, k = rng.normal(size=tq + (d_k,)), rng.normal(size=tk + (d_k,))
         v, g = rng.normal(size=tk + (d_v,)), rng.normal(size=tq + (d_v,))
         out = run.call(fn, case, q, k, v, g, hint=_backward_hint)
         if not isinstance(out, (tuple, list)) or len(out) != 3:
-            run.fail(f"On {case}, return the three gradients as a tuple (dq, dk, dv).", NOT_A_TRIPLE.name)
+            run.fail(_("On {case}, return the three gradients as a tuple (dq, dk, dv).").format(
+                case=_(case)), NOT_A_TRIPLE.name)
         T, S = q.shape[-2], k.shape[-2]
         expected = grad.attention_backward(q, k, v, g)
         problems, names = [], []
@@ -200,17 +207,19 @@ def check_attention_backward(run, fn):
                 continue
             mistake = which_mistake(got, expected[i], mistakes, (q, k, v, g), pick=_pick(i))
             if mistake is not None:
-                problems.append(mistake.explanation)
+                problems.append(mistake.text)
                 names.append(mistake.name)
             else:
-                problems.append(f"{name} differs from the reference: {describe_difference(got, expected[i])}.")
+                problems.append(_("{name} differs from the reference: {difference}.").format(
+                    name=name, difference=describe_difference(got, expected[i])))
         if problems:
-            run.fail(f"On {case}:\n" + "\n".join(problems), ",".join(sorted(set(names))))
-    return run.passed(f"All {len(cases)} cases match `al.grad.attention_backward` (itself checked against autograd "
-                      f"and finite differences): square, rectangular and batched.")
+            run.fail(_("On {case}:\n").format(case=_(case)) + "\n".join(problems), ",".join(sorted(set(names))))
+    return run.passed(_("All {n_cases} cases match `al.grad.attention_backward` (itself checked "
+                        "against autograd and finite differences): square, rectangular and batched.").format(
+                            n_cases=len(cases)))
 
 
 def _backward_hint(err):
     base = error_hint(err)
-    return ((base + " ") if base else "") + ("Shapes to aim for: dV = A^T G is (S, d_v), dA = G V^T is (T, S), "
-                                             "dQ = dS K is (T, d_k), dK = dS^T Q is (S, d_k).")
+    return ((base + " ") if base else "") + _("Shapes to aim for: dV = A^T G is (S, d_v), dA = G V^T is (T, S), "
+                                              "dQ = dS K is (T, d_k), dK = dS^T Q is (S, d_k).")

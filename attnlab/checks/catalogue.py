@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from ..i18n import _
 from . import topics  # noqa: F401  (importing the topics fills the registry)
 from .engine import Mistake
 from .registry import COMMON_MISTAKES, REGISTRY
@@ -26,6 +27,9 @@ def mistake_names(checker: str) -> list[str]:
 
 
 def summary(explanation: str) -> str:
-    """The first sentence of an explanation, for a short table entry."""
-    first = re.split(r"(?<=[A-Za-z0-9)\]])\. (?=[A-Z`(])", explanation.strip())[0]
+    """The first sentence of an explanation (in the current language), for a short table entry."""
+    text = _(explanation).strip()
+    if "\u3002" in text:                  # a Chinese sentence ends with 。
+        return text.split("\u3002")[0] + "\u3002"
+    first = re.split(r"(?<=[A-Za-z0-9)\]])\. (?=[A-Z`(])", text)[0]
     return first.rstrip(".") + "."

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import reference as ref
+from ..i18n import N_, _
 from .engine import Mistake, error_hint, models
 from .kernels import softmax
 from .registry import checker
@@ -36,40 +37,40 @@ CHUNKED_MISTAKES: list[Mistake] = []
 model = models(CHUNKED_MISTAKES)
 
 
-@model("no_rescale", "no rescaling when the running maximum grows: the sum and the output accumulated so far were "
+@model("no_rescale", N_("no rescaling when the running maximum grows: the sum and the output accumulated so far were "
        "computed relative to the old maximum m_old and must be multiplied by exp(m_old - m_new) before the new "
-       "block is added.")
+       "block is added."))
 def chunked_without_rescaling(q, k, v, block_size):
     return _online(q, k, v, block_size, rescale_acc=False, rescale_sum=False)
 
 
-@model("rescale_sum_only", "you rescale the running sum but not the running output: both were accumulated against "
-       "the old maximum, so both need the factor exp(m_old - m_new).")
+@model("rescale_sum_only", N_("you rescale the running sum but not the running output: both were accumulated against "
+       "the old maximum, so both need the factor exp(m_old - m_new)."))
 def chunked_rescales_sum_only(q, k, v, block_size):
     return _online(q, k, v, block_size, rescale_acc=False)
 
 
-@model("rescale_output_only", "you rescale the running output but not the running sum: both need the factor "
-       "exp(m_old - m_new).")
+@model("rescale_output_only", N_("you rescale the running output but not the running sum: both need the factor "
+       "exp(m_old - m_new)."))
 def chunked_rescales_output_only(q, k, v, block_size):
     return _online(q, k, v, block_size, rescale_sum=False)
 
 
-@model("no_max_subtraction", "no running maximum (overflow): without subtracting a maximum, `np.exp` overflows on "
-       "large scores. Keep the running maximum m and exponentiate s - m.")
+@model("no_max_subtraction", N_("no running maximum (overflow): without subtracting a maximum, `np.exp` overflows on "
+       "large scores. Keep the running maximum m and exponentiate s - m."))
 def chunked_without_max(q, k, v, block_size):
     return _online(q, k, v, block_size, use_max=False)
 
 
-@model("no_final_division", "the final division by the running sum is missing: the output is the accumulated sum "
-       "of exp(s - m) v divided by the accumulated sum of exp(s - m).")
+@model("no_final_division", N_("the final division by the running sum is missing: the output is the accumulated sum "
+       "of exp(s - m) v divided by the accumulated sum of exp(s - m)."))
 def chunked_without_final_division(q, k, v, block_size):
     return _online(q, k, v, block_size, divide=False)
 
 
-@model("average_of_blocks", "you took a softmax inside each block and averaged the block outputs. Blocks must be "
+@model("average_of_blocks", N_("you took a softmax inside each block and averaged the block outputs. Blocks must be "
        "weighted by how much of the row's total exp-mass they hold, which is what the running sum and maximum keep "
-       "track of.")
+       "track of."))
 def chunked_average_of_blocks(q, k, v, block_size):
     c = 1 / np.sqrt(q.shape[-1])
     outs = [softmax(q @ k[s:s + block_size].T * c) @ v[s:s + block_size]
@@ -77,9 +78,9 @@ def chunked_average_of_blocks(q, k, v, block_size):
     return np.mean(outs, axis=0)
 
 
-FULL_MATRIX = Mistake("full_matrix", "the function builds the whole T x S matrix of scores (or weights) at once, "
+FULL_MATRIX = Mistake("full_matrix", N_("the function builds the whole T x S matrix of scores (or weights) at once, "
                       "which chunked attention exists to avoid. Compute the scores of one block of keys at a time, "
-                      "`q @ k[start:start + block_size].T`, and keep only the running maximum, sum and output.")
+                      "`q @ k[start:start + block_size].T`, and keep only the running maximum, sum and output."))
 
 
 def _increasing_keys(rng, S, d):
@@ -87,7 +88,7 @@ def _increasing_keys(rng, S, d):
     return rng.normal(size=(S, d)) * 0.5 + np.linspace(0.0, 2.5, S)[:, None]
 
 
-@checker("chunked attention", CHUNKED_MISTAKES + [FULL_MATRIX])
+@checker(N_("chunked attention"), CHUNKED_MISTAKES + [FULL_MATRIX])
 def check_chunked_attention(run, fn):
     """Check ``fn(q, k, v, block_size)``: exact attention (no mask) computed over key blocks of ``block_size`` with
     a running maximum and running sum; q (T, d_k), k (S, d_k), v (S, d_v) float64 NumPy arrays, and a float64
@@ -97,19 +98,20 @@ def check_chunked_attention(run, fn):
     k, v = _increasing_keys(rng, 7, 4), rng.normal(size=(7, 3))
     big_q = q * 300
     cases = [
-        ("T = 3, S = 7, block_size = 2 (the last block is shorter)", q, k, v, 2),
-        ("block_size = 3", q, k, v, 3),
-        ("block_size = 1 (one key at a time)", q, k, v, 1),
-        ("block_size = 7 (a single block)", q, k, v, 7),
-        ("block_size = 10 (larger than S)", q, k, v, 10),
-        ("large scores (several hundred; `np.exp` overflows without a maximum), block_size = 2", big_q, k, v, 2),
+        (N_("T = 3, S = 7, block_size = 2 (the last block is shorter)"), q, k, v, 2),
+        (N_("block_size = 3"), q, k, v, 3),
+        (N_("block_size = 1 (one key at a time)"), q, k, v, 1),
+        (N_("block_size = 7 (a single block)"), q, k, v, 7),
+        (N_("block_size = 10 (larger than S)"), q, k, v, 10),
+        (N_("large scores (several hundred; `np.exp` overflows without a maximum), block_size = 2"), big_q, k, v, 2),
     ]
     for case, q_, k_, v_, block in cases:
         got = run.array(run.call(fn, case, q_, k_, v_, block, hint=error_hint), case, shape=(q_.shape[0], v_.shape[1]))
         run.compare(case, got, ref.attention(q_, k_, v_), CHUNKED_MISTAKES, args=(q_, k_, v_, block))
     T, S, block = 64, 8192, 256
     q_m, k_m, v_m = rng.normal(size=(T, 16)), _increasing_keys(rng, S, 16), rng.normal(size=(S, 16))
-    case = f"T = {T}, S = {S}, block_size = {block} (the full matrix would take {T * S * 8 // 2**20} MiB)"
+    case = _("T = {T}, S = {S}, block_size = {block} (the full matrix would take {mib} MiB)").format(
+        T=T, S=S, block=block, mib=T * S * 8 // 2**20)
     memory = {}
     out = run.call(fn, case, q_m, k_m, v_m, block, hint=error_hint, memory=memory)
     peak = memory["peak"]
@@ -117,9 +119,12 @@ def check_chunked_attention(run, fn):
     run.compare(case, got, ref.attention(q_m, k_m, v_m), CHUNKED_MISTAKES, args=(q_m, k_m, v_m, block))
     budget = T * S * 8 // 2          # half the full matrix; one block of scores is 1/16 of it
     if peak > budget:
-        run.fail(f"On {case}, your function held up to {peak / 2**20:.1f} MiB at once, more than half of the "
-                 f"full {T} x {S} matrix ({T * S * 8 / 2**20:.0f} MiB): {FULL_MATRIX.explanation}", FULL_MATRIX.name)
-    return run.passed(f"All {len(cases) + 1} cases match `al.attention` to float64 rounding, for block sizes 1, 2, 3, "
-                      f"S and more than S, and for scores large enough to overflow a naive exp; on T = {T}, S = {S} "
-                      f"your function never held more than {peak / 2**20:.2f} MiB at once (the full matrix: "
-                      f"{T * S * 8 / 2**20:.0f} MiB).")
+        run.fail(_("On {case}, your function held up to {value:.1f} MiB at once, more than half of "
+                   "the full {T} x {S} matrix ({value2:.0f} MiB): {explanation}").format(
+                       case=_(case), value=peak / 2**20, T=T, S=S, value2=T * S * 8 / 2**20,
+                       explanation=FULL_MATRIX.text), FULL_MATRIX.name)
+    return run.passed(_("All {value} cases match `al.attention` to float64 rounding, for block "
+                        "sizes 1, 2, 3, S and more than S, and for scores large enough to overflow "
+                        "a naive exp; on T = {T}, S = {S} your function never held more than "
+                        "{value2:.2f} MiB at once (the full matrix: {value3:.0f} MiB).").format(
+                            value=len(cases) + 1, T=T, S=S, value2=peak / 2**20, value3=T * S * 8 / 2**20))

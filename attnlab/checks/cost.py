@@ -5,6 +5,7 @@ import numbers
 
 import numpy as np
 
+from ..i18n import N_, _
 from .engine import Mistake, kind_of, models
 from .registry import checker
 
@@ -14,41 +15,41 @@ KV_MISTAKES: list[Mistake] = []
 model = models(KV_MISTAKES)
 
 
-@model("no_factor_two", "the factor 2 is missing: the cache holds keys AND values.")
+@model("no_factor_two", N_("the factor 2 is missing: the cache holds keys AND values."))
 def kv_bytes_without_factor_two(batch, seq_len, n_layers, n_heads, n_kv_heads, head_dim, nbytes):
     return batch * seq_len * n_layers * n_kv_heads * head_dim * nbytes
 
 
-@model("query_heads", "you used the number of query heads; the cache stores one key and one value per KV head "
-       "(n_kv_heads), which is the point of MQA and GQA.")
+@model("query_heads", N_("you used the number of query heads; the cache stores one key and one value per KV head "
+       "(n_kv_heads), which is the point of MQA and GQA."))
 def kv_bytes_with_query_heads(batch, seq_len, n_layers, n_heads, n_kv_heads, head_dim, nbytes):
     return 2 * batch * seq_len * n_layers * n_heads * head_dim * nbytes
 
 
-@model("bits", "you counted bits (x 8); the question asks for bytes.")
+@model("bits", N_("you counted bits (x 8); the question asks for bytes."))
 def kv_bytes_in_bits(batch, seq_len, n_layers, n_heads, n_kv_heads, head_dim, nbytes):
     return 2 * batch * seq_len * n_layers * n_kv_heads * head_dim * nbytes * 8
 
 
-@model("one_layer", "the number of layers is missing: every layer keeps its own cache.")
+@model("one_layer", N_("the number of layers is missing: every layer keeps its own cache."))
 def kv_bytes_one_layer(batch, seq_len, n_layers, n_heads, n_kv_heads, head_dim, nbytes):
     return 2 * batch * seq_len * n_kv_heads * head_dim * nbytes
 
 
-@model("one_sequence", "the batch size is missing: every sequence in the batch keeps its own cache.")
+@model("one_sequence", N_("the batch size is missing: every sequence in the batch keeps its own cache."))
 def kv_bytes_one_sequence(batch, seq_len, n_layers, n_heads, n_kv_heads, head_dim, nbytes):
     return 2 * seq_len * n_layers * n_kv_heads * head_dim * nbytes
 
 
-@model("int32_overflow", "the count wrapped around: it was computed with 32-bit integers (e.g. "
+@model("int32_overflow", N_("the count wrapped around: it was computed with 32-bit integers (e.g. "
        "`np.prod(np.array(sizes, dtype=np.int32))` or `torch.int32`), which overflow past 2**31 - 1 = 2147483647 "
-       "bytes (2 GiB). Multiply Python ints (they never overflow), or use `np.int64`.")
+       "bytes (2 GiB). Multiply Python ints (they never overflow), or use `np.int64`."))
 def kv_bytes_int32(batch, seq_len, n_layers, n_heads, n_kv_heads, head_dim, nbytes):
     total = 2 * batch * seq_len * n_layers * n_kv_heads * head_dim * nbytes
     return (total + 2**31) % 2**32 - 2**31
 
 
-NOT_AN_INT = Mistake("not_an_int", "the count is not an integer (a float, a string, an array, ...): return an int.")
+NOT_AN_INT = Mistake("not_an_int", N_("the count is not an integer (a float, a string, an array, ...): return an int."))
 
 
 def _reference(batch, seq_len, n_layers, n_heads, n_kv_heads, head_dim, nbytes):
@@ -58,14 +59,16 @@ def _reference(batch, seq_len, n_layers, n_heads, n_kv_heads, head_dim, nbytes):
 def _as_count(run, got, case) -> int:
     if isinstance(got, (bool, np.bool_)) or not isinstance(got, (numbers.Integral, np.integer)):
         if isinstance(got, float) and got.is_integer():
-            run.fail(f"For {case}, your function returned the float {got!r}; a byte count is a whole number: "
-                     f"return an int (multiply ints, and use `//` rather than `/` if you divide).", NOT_AN_INT.name)
-        run.fail(f"For {case}, your function returned {kind_of(got)} ({str(got)[:40]!r} when printed); return the "
-                 f"count as an int.", NOT_AN_INT.name)
+            run.fail(_("For {case}, your function returned the float {got!r}; a byte count is a "
+                       "whole number: return an int (multiply ints, and use `//` rather than `/` "
+                       "if you divide).").format(case=_(case), got=got), NOT_AN_INT.name)
+        run.fail(_("For {case}, your function returned {value} ({value2!r} when printed); return "
+                   "the count as an int.").format(
+                       case=_(case), value=kind_of(got), value2=str(got)[:40]), NOT_AN_INT.name)
     return int(got)
 
 
-@checker("KV-cache bytes", KV_MISTAKES + [NOT_AN_INT])
+@checker(N_("KV-cache bytes"), KV_MISTAKES + [NOT_AN_INT])
 def check_kv_cache_bytes(run, fn):
     """Check ``fn(batch, seq_len, n_layers, n_heads, n_kv_heads, head_dim, bytes_per_element)``: the number of
     bytes (an int) the keys and values of every layer take for a batch of cached sequences."""
@@ -74,6 +77,7 @@ def check_kv_cache_bytes(run, fn):
     for args in cases:
         case = ", ".join(f"{k}={v}" for k, v in zip(FIELDS, args))
         value = _as_count(run, run.call(fn, case, *args), case)
-        run.compare(case, value, _reference(*args), KV_MISTAKES, args=args, tol=None, name="your count")
-    return run.passed(f"All {len(cases)} configurations match 2 x batch x seq_len x n_layers x n_kv_heads x head_dim x "
-                      f"bytes_per_element, up to {_reference(*cases[-1]):,} bytes (beyond 2**31: no overflow).")
+        run.compare(case, value, _reference(*args), KV_MISTAKES, args=args, tol=None, name=N_("your count"))
+    return run.passed(_("All {n_cases} configurations match 2 x batch x seq_len x n_layers x "
+                        "n_kv_heads x head_dim x bytes_per_element, up to {value:,} bytes (beyond "
+                        "2**31: no overflow).").format(n_cases=len(cases), value=_reference(*cases[-1])))

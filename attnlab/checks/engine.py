@@ -20,6 +20,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..i18n import N_, _
 from . import result as R
 from .limits import run_limited
 
@@ -29,6 +30,11 @@ class Mistake:
     name: str                          # short name used in results, tests and the catalogue
     explanation: str                   # what the student reads: one sentence or a few, one string
     model: Callable | None = None      # the deliberately wrong implementation; None: found by a property
+
+    @property
+    def text(self) -> str:
+        """The explanation in the current language (``explanation`` itself is the English msgid)."""
+        return _(self.explanation)
 
 
 @dataclass(frozen=True)
@@ -72,13 +78,15 @@ def tensor_to_numpy(x) -> np.ndarray:
 def kind_of(x) -> str:
     """The type of a value in words, for a message."""
     if is_tensor(x):
-        return f"a torch tensor (dtype {str(x.dtype).removeprefix('torch.')})"
+        return _("a torch tensor (dtype {dtype})").format(dtype=str(x.dtype).removeprefix('torch.'))
     if isinstance(x, np.ndarray):
-        return f"a NumPy array (dtype {x.dtype})"
+        return _("a NumPy array (dtype {dtype})").format(dtype=x.dtype)
     if isinstance(x, types.GeneratorType):
-        return "a generator (a `(... for ...)` expression is computed lazily; build a list or an array)"
+        return _("a generator (a `(... for ...)` expression is computed lazily; build a list or an array)")
     name = type(x).__name__
-    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
+    if name[:1].lower() in "aeiou":
+        return _("an {type}").format(type=name)
+    return _("a {type}").format(type=name)
 
 
 def close(a, b, tol: Tolerance = FLOAT64) -> bool:
@@ -151,13 +159,13 @@ def describe_difference(got: np.ndarray, expected: np.ndarray) -> str:
     bad = ~np.isfinite(got) & np.isfinite(expected)
     if bad.any():
         where = tuple(int(i) for i in np.argwhere(bad)[0])
-        return (f"it contains {got[where]} at index {where} where the reference has "
-                f"{expected[where]:.6g}")
+        return _("it contains {value} at index {where} where the reference has {expected:.6g}").format(
+            value=got[where], where=where, expected=expected[where])
     with np.errstate(invalid="ignore"):
         diff = np.nan_to_num(np.abs(got - expected), nan=np.inf)
     where = tuple(int(i) for i in np.unravel_index(np.argmax(diff), diff.shape))
-    return (f"the largest difference is {diff[where]:.3g} at index {where} "
-            f"(yours {got[where]:.17g}, reference {expected[where]:.17g})")
+    return _("the largest difference is {diff:.3g} at index {where} (yours {got:.17g}, reference "
+             "{expected:.17g})").format(diff=diff[where], where=where, got=got[where], expected=expected[where])
 
 
 # ---------------------------------------------------------------------------------------------- a run
@@ -205,26 +213,28 @@ class Check:
         except expect as err:
             return err
         except SystemExit:
-            self.fail(f"On {case}, your function called `exit()` (SystemExit); return a value instead.")
+            self.fail(_("On {case}, your function called `exit()` (SystemExit); return a value instead.").format(
+                case=_(case)))
         except RecursionError:
-            self.fail(f"On {case}, your function called itself without end (RecursionError): check the case "
-                      f"that stops the recursion.")
+            self.fail(_("On {case}, your function called itself without end (RecursionError): check the case "
+                        "that stops the recursion.").format(case=_(case)))
         except Exception as err:  # the student's code failed: report it, never a traceback
-            message = f"On {case}, your function raised {type(err).__name__}: {one_line(err)}"
+            message = _("On {case}, your function raised {error}: {text}").format(
+                case=_(case), error=type(err).__name__, text=one_line(err))
             extra = hint(err) if hint else None
-            self.fail(message + (f"\nHint: {extra}" if extra else ""))
+            self.fail(message + (_("\nHint: {hint}").format(hint=extra) if extra else ""))
         if not finished:
             raise Stop(R.timed_out(self.task, case, self.seconds, still_running=out))
         for position, (now, before) in enumerate(zip(inputs, saved)):
             if not _same(now, before):
-                self.fail(f"On {case}, your function changed its input number {position + 1} in place (for "
-                          f"example `x -= x.max(...)` or `x[...] = ...`). Work on a new array instead: "
-                          f"`x = x - x.max(...)`.", "changes_input")
+                self.fail(_("On {case}, your function changed its input number {number} in place (for "
+                            "example `x -= x.max(...)` or `x[...] = ...`). Work on a new array instead: "
+                            "`x = x - x.max(...)`.").format(case=_(case), number=position + 1), "changes_input")
         return out
 
     # --- reading what came back
 
-    def array(self, out, case: str, name: str = "the result", *, shape=None, shape_hint=None,
+    def array(self, out, case: str, name: str = N_("the result"), *, shape=None, shape_hint=None,
               kind: str = "numpy", dtype: str = "float64") -> np.ndarray:
         """The returned value as an ndarray, after checking its type, dtype and shape.
 
@@ -232,29 +242,33 @@ class Check:
         (ndarray, tensor, or nested lists of numbers). ``dtype``: "float64" (float64 required),
         "float" (any real floating dtype), "bool", "int" (integers) or "any".
         """
+        case, name = _(case), _(name)
         if out is None:
-            self.fail(f"On {case}, {name} is None. Did you forget `return`?", "returns_none")
+            self.fail(_("On {case}, {name} is None. Did you forget `return`?").format(case=case, name=name),
+                      "returns_none")
         if isinstance(out, tuple) and shape is not None:
-            self.fail(f"On {case}, {name} is a tuple of {len(out)} values; this task wants a single array of "
-                      f"shape {fmt(shape)}.")
+            self.fail(_("On {case}, {name} is a tuple of {n} values; this task wants a single array of "
+                        "shape {shape}.").format(case=case, name=name, n=len(out), shape=fmt(shape)))
         if kind == "numpy" and not isinstance(out, (np.ndarray, np.generic)):
-            extra = (" Convert at the boundary with `.detach().numpy()` (after `.cpu()` for a GPU tensor)."
+            extra = (_(" Convert at the boundary with `.detach().numpy()` (after `.cpu()` for a GPU tensor).")
                      if is_tensor(out) else "")
-            self.fail(f"On {case}, {name} is {kind_of(out)}; this task asks for a NumPy array "
-                      f"(`np.ndarray`).{extra}", "wrong_type")
+            self.fail(_("On {case}, {name} is {kind}; this task asks for a NumPy array (`np.ndarray`).").format(
+                case=case, name=name, kind=kind_of(out)) + extra, "wrong_type")
         if kind == "torch" and not is_tensor(out):
-            self.fail(f"On {case}, {name} is {kind_of(out)}; this task works on torch tensors and must return "
-                      f"a `torch.Tensor`.", "wrong_type")
+            self.fail(_("On {case}, {name} is {kind}; this task works on torch tensors and must return "
+                        "a `torch.Tensor`.").format(case=case, name=name, kind=kind_of(out)), "wrong_type")
         if isinstance(out, (str, bytes, dict, set, types.GeneratorType)) or callable(out):
-            self.fail(f"On {case}, {name} is {kind_of(out)}; expected an array of numbers.", "wrong_type")
+            self.fail(_("On {case}, {name} is {kind}; expected an array of numbers.").format(
+                case=case, name=name, kind=kind_of(out)), "wrong_type")
         original = out
         if is_tensor(out):
             try:
                 out = tensor_to_numpy(out)
             except Exception as err:   # e.g. a tensor on the "meta" device has no values
-                self.fail(f"On {case}, {name} is a tensor on the device {out.device} whose values cannot be read "
-                          f"({type(err).__name__}: {one_line(err)}); return a tensor on the CPU or the GPU.",
-                          "wrong_type")
+                self.fail(_("On {case}, {name} is a tensor on the device {device} whose values cannot be read "
+                            "({error}: {text}); return a tensor on the CPU or the GPU.").format(
+                                case=case, name=name, device=out.device, error=type(err).__name__,
+                                text=one_line(err)), "wrong_type")
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -262,12 +276,13 @@ class Check:
                 if arr.dtype == object:
                     arr = np.asarray(out, dtype=float)
         except (TypeError, ValueError) as err:
-            self.fail(f"On {case}, {name} ({kind_of(original)}) could not be read as an array of numbers: "
-                      f"{one_line(err)}", "wrong_type")
+            self.fail(_("On {case}, {name} ({kind}) could not be read as an array of numbers: {text}").format(
+                case=case, name=name, kind=kind_of(original), text=one_line(err)), "wrong_type")
         if shape is not None and arr.shape != tuple(shape):
             extra = shape_hint(arr.shape) if shape_hint else None
-            self.fail(f"On {case}, {name} has shape {fmt(arr.shape)}; expected {fmt(shape)}."
-                      + (f"\nHint: {extra}" if extra else ""), "wrong_shape")
+            self.fail(_("On {case}, {name} has shape {shape}; expected {expected}.").format(
+                case=case, name=name, shape=fmt(arr.shape), expected=fmt(shape))
+                + (_("\nHint: {hint}").format(hint=_(extra)) if extra else ""), "wrong_shape")
         self._check_dtype(arr, original, case, name, dtype)
         return arr
 
@@ -275,28 +290,30 @@ class Check:
         if dtype == "any":
             return
         if arr.dtype.kind == "c":
-            self.fail(f"On {case}, {name} has complex entries (dtype {arr.dtype}); expected real numbers.",
-                      "wrong_type")
+            self.fail(_("On {case}, {name} has complex entries (dtype {dtype}); expected real numbers.").format(
+                case=case, name=name, dtype=arr.dtype), "wrong_type")
         if dtype == "bool":
             return        # the mask checkers explain non-boolean masks themselves
         if dtype == "int":
             if arr.dtype.kind not in "iu":
-                self.fail(f"On {case}, {name} has dtype {arr.dtype}; expected integers (e.g. `h // r`, not "
-                          f"`h / r`, which gives floats).", "wrong_type")
+                self.fail(_("On {case}, {name} has dtype {dtype}; expected integers (e.g. `h // r`, not "
+                            "`h / r`, which gives floats).").format(case=case, name=name, dtype=arr.dtype),
+                          "wrong_type")
             return
         if arr.dtype.kind not in "fiub":
-            self.fail(f"On {case}, {name} has dtype {arr.dtype}; expected floating-point numbers.", "wrong_type")
+            self.fail(_("On {case}, {name} has dtype {dtype}; expected floating-point numbers.").format(
+                case=case, name=name, dtype=arr.dtype), "wrong_type")
         if dtype == "float64" and arr.dtype != np.float64:
-            how = (" (`torch.from_numpy` keeps float64; `torch.tensor(x, dtype=torch.float32)` and "
-                   "`.float()` do not)" if is_tensor(original) else "")
-            self.fail(f"On {case}, your result is {arr.dtype}; compute in float64, the dtype of the inputs"
-                      f"{how}. This task compares to float64 rounding, which {arr.dtype} cannot reach.",
-                      "not_float64")
+            how = (_(" (`torch.from_numpy` keeps float64; `torch.tensor(x, dtype=torch.float32)` and "
+                     "`.float()` do not)") if is_tensor(original) else "")
+            self.fail(_("On {case}, your result is {dtype}; compute in float64, the dtype of the inputs{how}. This "
+                        "task compares to float64 rounding, which {dtype} cannot reach.").format(
+                            case=case, dtype=arr.dtype, how=how), "not_float64")
 
     # --- comparing
 
     def compare(self, case: str, got, reference, mistakes=(), args=(), kwargs=None, *,
-                tol: Tolerance | None = FLOAT64, name: str = "the output", pick=None, fallback: str = "",
+                tol: Tolerance | None = FLOAT64, name: str = N_("the output"), pick=None, fallback: str = "",
                 what: str = "output") -> None:
         """Stop the run with a diagnosis unless ``got`` matches ``reference``.
 
@@ -307,17 +324,20 @@ class Check:
         if same(got, reference):
             return
         found = matching_mistakes(got, reference, mistakes, args, kwargs, same, pick)
+        case, name = _(case), _(name)
         if len(found) == 1:
-            self.fail(f"On {case}, {name} matches a classic mistake: {found[0].explanation}", found[0].name)
+            self.fail(_("On {case}, {name} matches a classic mistake: {explanation}").format(
+                case=case, name=name, explanation=found[0].text), found[0].name)
         if found:      # different mistakes that give the same numbers here: name them all, first one first
-            self.fail(f"On {case}, {name} matches {len(found)} classic mistakes that give the same numbers here. "
-                      + " Or: ".join(m.explanation for m in found), found[0].name)
-        text = f"On {case}, {name} differs from the reference: "
-        if tol is None:
-            text += _first_difference(got, reference)
+            self.fail(_("On {case}, {name} matches {n} classic mistakes that give the same numbers here. ").format(
+                case=case, name=name, n=len(found)) + _(" Or: ").join(m.text for m in found), found[0].name)
+        if tol is None:      # the first differing entry, as a whole sentence
+            text = _("On {case}, {name} differs from the reference: {difference}").format(
+                case=case, name=name, difference=_first_difference(got, reference))
         else:
-            text += describe_difference(got, reference) + "."
-        self.fail(text + (f"\nHint: {fallback}" if fallback else ""))
+            text = _("On {case}, {name} differs from the reference: {difference}.").format(
+                case=case, name=name, difference=describe_difference(got, reference))
+        self.fail(text + (_("\nHint: {hint}").format(hint=_(fallback)) if fallback else ""))
 
 
 def _traced(memory: dict, call, *args):
@@ -366,9 +386,10 @@ def matching_mistakes(got, reference, mistakes, args=(), kwargs=None, same=close
 def _first_difference(got, expected) -> str:
     got, expected = np.asarray(got), np.asarray(expected)
     if got.shape != expected.shape or got.ndim == 0:
-        return f"yours is {got.tolist()!r}, the reference {expected.tolist()!r}."
+        return _("yours is {got!r}, the reference {expected!r}.").format(got=got.tolist(), expected=expected.tolist())
     where = tuple(int(i) for i in np.argwhere(got != expected)[0])
-    return f"entry {where} is {got[where].item()!r}; it should be {expected[where].item()!r}."
+    return _("entry {where} is {got!r}; it should be {expected!r}.").format(
+        where=where, got=got[where].item(), expected=expected[where].item())
 
 
 def models(mistakes: list):
@@ -389,16 +410,16 @@ def error_hint(err: BaseException) -> str | None:
     if "could not be broadcast" in text or "must match the size of tensor" in text:
         shapes = _broadcast_shapes(text)
         if shapes and _drops_last_axis(*shapes):
-            return ("a broadcasting error between an array and a reduction of it. Reductions such as "
-                    "`x.max(axis=-1)` drop the axis; add `keepdims=True` (torch: `keepdim=True`) so that the "
-                    "result lines up with each row.")
-        return ("a broadcasting error: two arrays whose shapes do not line up were combined elementwise. "
-                "Print the shapes just before the failing line.")
+            return _("a broadcasting error between an array and a reduction of it. Reductions such as "
+                     "`x.max(axis=-1)` drop the axis; add `keepdims=True` (torch: `keepdim=True`) so that the "
+                     "result lines up with each row.")
+        return _("a broadcasting error: two arrays whose shapes do not line up were combined elementwise. "
+                 "Print the shapes just before the failing line.")
     if ("matmul" in text or "mat1 and mat2" in text or "core dimension" in text or "batch1" in text
             or "batch2" in text or "shapes cannot be multiplied" in text or "not aligned" in text):
-        return ("a shape error inside a matrix product. Scores are `q @ k^T`: keys must be transposed, and for "
-                "batched arrays transpose only the last two axes (`np.swapaxes(k, -1, -2)` in NumPy, "
-                "`k.transpose(-2, -1)` in torch); `k.T` reverses every axis.")
+        return _("a shape error inside a matrix product. Scores are `q @ k^T`: keys must be transposed, and for "
+                 "batched arrays transpose only the last two axes (`np.swapaxes(k, -1, -2)` in NumPy, "
+                 "`k.transpose(-2, -1)` in torch); `k.T` reverses every axis.")
     return None
 
 

@@ -23,6 +23,8 @@ import signal
 import threading
 import time
 
+from ..i18n import _
+
 DEFAULT_SECONDS = 5.0
 ENVIRONMENT_VARIABLE = "ATTNLAB_CHECK_TIMEOUT"
 
@@ -41,14 +43,15 @@ def limit_seconds(override: float | None = None) -> float:
         try:
             return _positive(float(text), ENVIRONMENT_VARIABLE)
         except ValueError:
-            raise ValueError(f"{ENVIRONMENT_VARIABLE} must be a positive number of seconds; got {text!r}") from None
+            raise ValueError(_("{name} must be a positive number of seconds; got {value!r}").format(
+                name=ENVIRONMENT_VARIABLE, value=text)) from None
     return DEFAULT_SECONDS
 
 
 def _positive(value, name) -> float:
     value = float(value)
     if not value > 0:
-        raise ValueError(f"{name} must be a positive number of seconds; got {value!r}")
+        raise ValueError(_("{name} must be a positive number of seconds; got {value!r}").format(name=name, value=value))
     return value
 
 

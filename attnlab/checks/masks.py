@@ -7,11 +7,12 @@ from __future__ import annotations
 import numpy as np
 
 from .. import masks
+from ..i18n import N_, _
 from .engine import Mistake, models
 from .registry import checker
 
-ADDITIVE = Mistake("additive", "an additive mask (0 / -inf) was returned instead of a boolean one.")
-NOT_BOOLEAN = Mistake("not_boolean", "the mask is not boolean (e.g. 0/1 integers or floats).")
+ADDITIVE = Mistake("additive", N_("an additive mask (0 / -inf) was returned instead of a boolean one."))
+NOT_BOOLEAN = Mistake("not_boolean", N_("the mask is not boolean (e.g. 0/1 integers or floats)."))
 
 
 def _positions(T, S, offset):
@@ -22,42 +23,42 @@ CAUSAL_MASK_MISTAKES: list[Mistake] = []
 model = models(CAUSAL_MASK_MISTAKES)
 
 
-@model("top_left", "top-left causal alignment: your triangle starts at key 0 for query 0 and ignores the offset. "
-       "Positions are absolute: query i sits at position offset + i and may read every key j <= offset + i.")
+@model("top_left", N_("top-left causal alignment: your triangle starts at key 0 for query 0 and ignores the offset. "
+       "Positions are absolute: query i sits at position offset + i and may read every key j <= offset + i."))
 def causal_mask_top_left(T, S, offset):
     return np.tril(np.ones((T, S), dtype=bool))
 
 
-@model("always_bottom_right", "you always align the triangle bottom-right (offset S - T) and ignore the offset you "
-       "were given; with keys beyond the queries this lets queries read the future.")
+@model("always_bottom_right", N_("you always align the triangle bottom-right (offset S - T) and ignore the offset you "
+       "were given; with keys beyond the queries this lets queries read the future."))
 def causal_mask_always_bottom_right(T, S, offset):
     i, j = _positions(T, S, S - T)
     return j <= i
 
 
-@model("excludes_diagonal", "excluding the diagonal: a query may read its own position (j <= i, not j < i); "
-       "otherwise the first query has no key at all.")
+@model("excludes_diagonal", N_("excluding the diagonal: a query may read its own position (j <= i, not j < i); "
+       "otherwise the first query has no key at all."))
 def causal_mask_excluding_diagonal(T, S, offset):
     i, j = _positions(T, S, offset)
     return j < i
 
 
-@model("reads_future", "future leakage: your mask allows j >= i (the upper triangle), so each query reads the "
-       "positions after it instead of those before it.")
+@model("reads_future", N_("future leakage: your mask allows j >= i (the upper triangle), so each query reads the "
+       "positions after it instead of those before it."))
 def causal_mask_reads_future(T, S, offset):
     i, j = _positions(T, S, offset)
     return j >= i
 
 
-@model("offset_wrong_sign", "the offset has the wrong sign: query i sits at position offset + i, so the rule is "
-       "j <= i + offset.")
+@model("offset_wrong_sign", N_("the offset has the wrong sign: query i sits at position offset + i, so the rule is "
+       "j <= i + offset."))
 def causal_mask_offset_wrong_sign(T, S, offset):
     i, j = _positions(T, S, -offset)
     return j <= i
 
 
-@model("inverted", "mask polarity inverted: True must mean \"may read\". You marked the future as allowed and the "
-       "past as forbidden.")
+@model("inverted", N_("mask polarity inverted: True must mean \"may read\". You marked the future as allowed and the "
+       "past as forbidden."))
 def causal_mask_inverted(T, S, offset):
     i, j = _positions(T, S, offset)
     return j > i
@@ -67,9 +68,9 @@ PADDING_MISTAKES: list[Mistake] = []
 model = models(PADDING_MISTAKES)
 
 
-@model("negative_zero_slice", "a slice such as `mask[b, -(S - L):] = False` (or `[:, -n_pad:]`) is wrong when "
+@model("negative_zero_slice", N_("a slice such as `mask[b, -(S - L):] = False` (or `[:, -n_pad:]`) is wrong when "
        "there is no padding: -(S - L) is -0, which is 0, and `[0:]` selects every key. Use the positions instead: "
-       "`np.arange(S) < L`.")
+       "`np.arange(S) < L`."))
 def padding_mask_negative_zero_slice(lengths, S):
     mask = np.ones((len(lengths), S), dtype=bool)
     for b, L in enumerate(np.asarray(lengths)):
@@ -77,19 +78,19 @@ def padding_mask_negative_zero_slice(lengths, S):
     return mask[:, None, :]
 
 
-@model("off_by_one", "off by one: a sequence of length L has valid keys 0, ..., L - 1, so the rule is j < L "
-       "(not j <= L).")
+@model("off_by_one", N_("off by one: a sequence of length L has valid keys 0, ..., L - 1, so the rule is j < L "
+       "(not j <= L)."))
 def padding_mask_off_by_one(lengths, S):
     return (np.arange(S)[None, :] <= np.asarray(lengths)[:, None])[:, None, :]
 
 
-@model("inverted", "mask polarity inverted: True must mean \"may read\" (a real token), False a padding position.")
+@model("inverted", N_("mask polarity inverted: True must mean \"may read\" (a real token), False a padding position."))
 def padding_mask_inverted(lengths, S):
     return (np.arange(S)[None, :] >= np.asarray(lengths)[:, None])[:, None, :]
 
 
-@model("left_aligned", "you padded on the left (valid keys at the end); here the padding is on the right: keys "
-       "0, ..., L - 1 are real.")
+@model("left_aligned", N_("you padded on the left (valid keys at the end); here the padding is on the right: keys "
+       "0, ..., L - 1 are real."))
 def padding_mask_left_aligned(lengths, S):
     return (np.arange(S)[None, :] >= S - np.asarray(lengths)[:, None])[:, None, :]
 
@@ -98,23 +99,23 @@ DOCUMENT_MISTAKES: list[Mistake] = []
 model = models(DOCUMENT_MISTAKES)
 
 
-@model("with_causal", "you also applied a causal triangle. The document mask alone lets a position read every "
+@model("with_causal", N_("you also applied a causal triangle. The document mask alone lets a position read every "
        "position of its own document; intersect it with a causal mask separately when you want both "
-       "(`documents & causal`).")
+       "(`documents & causal`)."))
 def document_mask_with_causal(doc_ids):
     ids = np.asarray(doc_ids)
     T = ids.shape[-1]
     return (ids[..., :, None] == ids[..., None, :]) & np.tril(np.ones((T, T), dtype=bool))
 
 
-@model("inverted", "mask polarity inverted: True must mean \"same document, may read\".")
+@model("inverted", N_("mask polarity inverted: True must mean \"same document, may read\"."))
 def document_mask_inverted(doc_ids):
     ids = np.asarray(doc_ids)
     return ids[..., :, None] != ids[..., None, :]
 
 
-@model("reads_earlier_documents", "you compared document ids with <=, so a position also reads every earlier "
-       "document: packed documents must not see each other at all, use ==.")
+@model("reads_earlier_documents", N_("you compared document ids with <=, so a position also reads every earlier "
+       "document: packed documents must not see each other at all, use ==."))
 def document_mask_reads_earlier_documents(doc_ids):
     ids = np.asarray(doc_ids)
     return ids[..., None, :] <= ids[..., :, None]
@@ -124,69 +125,74 @@ def _bool_mask(run, out, case, shape, shape_hint=None):
     arr = run.array(out, case, "the mask", shape=shape, shape_hint=shape_hint, dtype="bool")
     if arr.dtype != bool:
         if np.issubdtype(arr.dtype, np.floating) and np.isneginf(arr).any():
-            run.fail(f"On {case}, you returned an additive mask (0 / -inf). This task wants a boolean array, "
-                     f"True = may read; `al.masks.to_additive` converts it when you need the additive form.",
+            run.fail(_("On {case}, you returned an additive mask (0 / -inf). This task wants a "
+                       "boolean array, True = may read; `al.masks.to_additive` converts it when "
+                       "you need the additive form.").format(case=_(case)),
                      ADDITIVE.name)
-        run.fail(f"On {case}, the mask has dtype {arr.dtype}; return a boolean array (True = may read), e.g. with "
-                 f"`.astype(bool)` or a comparison such as `j <= i`.", NOT_BOOLEAN.name)
+        run.fail(_("On {case}, the mask has dtype {dtype}; return a boolean array (True = may "
+                   "read), e.g. with `.astype(bool)` or a comparison such as `j <= i`.").format(
+                       case=_(case), dtype=arr.dtype), NOT_BOOLEAN.name)
     return arr
 
 
-@checker("causal mask", CAUSAL_MASK_MISTAKES + [ADDITIVE, NOT_BOOLEAN])
+@checker(N_("causal mask"), CAUSAL_MASK_MISTAKES + [ADDITIVE, NOT_BOOLEAN])
 def check_causal_mask(run, fn):
     """Check ``fn(T, S, offset)``: a (T, S) boolean NumPy mask with allowed[i, j] = (j <= i + offset)."""
     cases = [
-        ("T = S = 4, offset = 0 (training)", 4, 4, 0),
-        ("one query at absolute position 8 over S = 9 keys (offset = 8)", 1, 9, 8),
-        ("T = 3 queries at positions 4..6 over S = 7 keys (offset = 4)", 3, 7, 4),
-        ("T = 3 queries at positions 2..4 over S = 8 keys (offset = 2; keys 5..7 are the future)", 3, 8, 2),
-        ("T = 2, S = 5, offset = 0", 2, 5, 0),
+        (N_("T = S = 4, offset = 0 (training)"), 4, 4, 0),
+        (N_("one query at absolute position 8 over S = 9 keys (offset = 8)"), 1, 9, 8),
+        (N_("T = 3 queries at positions 4..6 over S = 7 keys (offset = 4)"), 3, 7, 4),
+        (N_("T = 3 queries at positions 2..4 over S = 8 keys (offset = 2; keys 5..7 are the future)"), 3, 8, 2),
+        (N_("T = 2, S = 5, offset = 0"), 2, 5, 0),
     ]
     for case, T, S, offset in cases:
         got = _bool_mask(run, run.call(fn, case, T, S, offset), case, (T, S))
         run.compare(case, got, masks.causal(T, S, offset), CAUSAL_MASK_MISTAKES, (T, S, offset), tol=None,
-                    name="the mask")
-    return run.passed(f"All {len(cases)} cases match `al.masks.causal`: square, a single cached query, "
-                      f"bottom-right alignment and a cache that already holds future keys.")
+                    name=N_("the mask"))
+    return run.passed(_("All {n_cases} cases match `al.masks.causal`: square, a single cached "
+                        "query, bottom-right alignment and a cache that already holds future keys.").format(
+                            n_cases=len(cases)))
 
 
 def _padding_hint(B, S):
     def hint(shape):
         if tuple(shape) == (B, S):
-            return "add the query axis: (B, 1, S) broadcasts over the T queries of each sequence (`mask[:, None, :]`)."
+            return _("add the query axis: (B, 1, S) broadcasts over the T queries of each sequence "
+                     "(`mask[:, None, :]`).")
         if tuple(shape) == (B, S, 1):
-            return ("a key-padding mask has its size-1 axis in the middle, (B, 1, S): it masks keys (columns), and "
-                    "every query row sees the same keys.")
+            return _("a key-padding mask has its size-1 axis in the middle, (B, 1, S): it masks keys (columns), and "
+                     "every query row sees the same keys.")
         return None
     return hint
 
 
-@checker("padding mask", PADDING_MISTAKES + [ADDITIVE, NOT_BOOLEAN])
+@checker(N_("padding mask"), PADDING_MISTAKES + [ADDITIVE, NOT_BOOLEAN])
 def check_padding_mask(run, fn):
     """Check ``fn(lengths, S)``: a (B, 1, S) boolean NumPy mask, key j of sequence b real iff j < lengths[b]."""
     cases = [
-        ("lengths [3, 1, 4] with S = 5", np.array([3, 1, 4]), 5),
-        ("lengths [5, 2, 5] with S = 5 (two sequences without padding)", np.array([5, 2, 5]), 5),
-        ("lengths [2, 6, 0] with S = 6 (the last sequence is all padding)", np.array([2, 6, 0]), 6),
+        (N_("lengths [3, 1, 4] with S = 5"), np.array([3, 1, 4]), 5),
+        (N_("lengths [5, 2, 5] with S = 5 (two sequences without padding)"), np.array([5, 2, 5]), 5),
+        (N_("lengths [2, 6, 0] with S = 6 (the last sequence is all padding)"), np.array([2, 6, 0]), 6),
     ]
     for case, lengths, S in cases:
         B = len(lengths)
         got = _bool_mask(run, run.call(fn, case, lengths, S), case, (B, 1, S), _padding_hint(B, S))
-        run.compare(case, got, masks.padding(lengths, S), PADDING_MISTAKES, (lengths, S), tol=None, name="the mask")
-    return run.passed(f"All {len(cases)} cases match `al.masks.padding`, shape (B, 1, S) so that it broadcasts "
-                      f"over queries.")
+        run.compare(case, got, masks.padding(lengths, S), PADDING_MISTAKES, (lengths, S), tol=None, name=N_("the mask"))
+    return run.passed(_("All {n_cases} cases match `al.masks.padding`, shape (B, 1, S) so that it "
+                        "broadcasts over queries.").format(n_cases=len(cases)))
 
 
-@checker("document mask", DOCUMENT_MISTAKES + [ADDITIVE, NOT_BOOLEAN])
+@checker(N_("document mask"), DOCUMENT_MISTAKES + [ADDITIVE, NOT_BOOLEAN])
 def check_document_mask(run, fn):
     """Check ``fn(doc_ids)``: (..., T, T) boolean NumPy mask, True where two positions share a document."""
     cases = [
-        ("doc_ids [0, 0, 1, 1, 1, 2]", np.array([0, 0, 1, 1, 1, 2])),
-        ("a batch of two packed rows [[0, 0, 1, 1], [5, 6, 6, 6]]", np.array([[0, 0, 1, 1], [5, 6, 6, 6]])),
-        ("one document [7, 7, 7]", np.array([7, 7, 7])),
+        (N_("doc_ids [0, 0, 1, 1, 1, 2]"), np.array([0, 0, 1, 1, 1, 2])),
+        (N_("a batch of two packed rows [[0, 0, 1, 1], [5, 6, 6, 6]]"), np.array([[0, 0, 1, 1], [5, 6, 6, 6]])),
+        (N_("one document [7, 7, 7]"), np.array([7, 7, 7])),
     ]
     for case, ids in cases:
         T = ids.shape[-1]
         got = _bool_mask(run, run.call(fn, case, ids), case, ids.shape[:-1] + (T, T))
-        run.compare(case, got, masks.documents(ids), DOCUMENT_MISTAKES, (ids,), tol=None, name="the mask")
-    return run.passed(f"All {len(cases)} cases match `al.masks.documents`, with and without a batch axis.")
+        run.compare(case, got, masks.documents(ids), DOCUMENT_MISTAKES, (ids,), tol=None, name=N_("the mask"))
+    return run.passed(_("All {n_cases} cases match `al.masks.documents`, with and without a batch "
+                        "axis.").format(n_cases=len(cases)))

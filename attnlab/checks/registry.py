@@ -15,6 +15,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Callable
 
+from ..i18n import N_, _
 from . import result as R
 from .engine import Check, Mistake, Stop
 from .limits import limit_seconds
@@ -40,16 +41,16 @@ REGISTRY: dict[str, Checker] = {}
 
 # Failures any checker can report, whatever its topic (the registry test also covers these).
 COMMON_MISTAKES = [
-    Mistake("time_limit", "the function ran past the time limit (a loop that never ends, usually)."),
-    Mistake("changes_input", "the function changed one of its inputs in place."),
-    Mistake("returns_none", "the function returned None (a missing `return`)."),
-    Mistake("wrong_type", "the function returned a value of the wrong type (e.g. a tensor where a NumPy array "
-                          "is asked, or a string)."),
-    Mistake("wrong_shape", "the function returned an array of the wrong shape."),
-    Mistake("not_float64", "the function returned float32 (or another lower precision) where float64 is asked."),
-    Mistake("not_a_function", "the checker was given a value instead of a function."),
-    Mistake("bad_arguments", "the checker was called with arguments it does not take."),
-    Mistake("checker_bug", "the checker itself failed (a bug of the checker, reported with folded details)."),
+    Mistake("time_limit", N_("the function ran past the time limit (a loop that never ends, usually).")),
+    Mistake("changes_input", N_("the function changed one of its inputs in place.")),
+    Mistake("returns_none", N_("the function returned None (a missing `return`).")),
+    Mistake("wrong_type", N_("the function returned a value of the wrong type (e.g. a tensor where a NumPy array "
+                             "is asked, or a string).")),
+    Mistake("wrong_shape", N_("the function returned an array of the wrong shape.")),
+    Mistake("not_float64", N_("the function returned float32 (or another lower precision) where float64 is asked.")),
+    Mistake("not_a_function", N_("the checker was given a value instead of a function.")),
+    Mistake("bad_arguments", N_("the checker was called with arguments it does not take.")),
+    Mistake("checker_bug", N_("the checker itself failed (a bug of the checker, reported with folded details).")),
 ]
 
 
@@ -63,7 +64,7 @@ def checker(task: str, mistakes=(), *, takes_function: bool = True):
     def register(check):
         name = check.__name__
         if not name.startswith("check_") or name in REGISTRY:
-            raise ValueError(f"checker name {name!r} must start with 'check_' and be unique")
+            raise ValueError(_("checker name {name!r} must start with 'check_' and be unique").format(name=name))
 
         signature = inspect.signature(check)
 
@@ -75,8 +76,8 @@ def checker(task: str, mistakes=(), *, takes_function: bool = True):
             try:
                 signature.bind(None, fn, *args, **kwargs)
             except TypeError as err:
-                return R.failed(task, f"`{name}` was called with arguments it does not take ({err}).",
-                                "bad_arguments")
+                return R.failed(task, _("`{name}` was called with arguments it does not take ({err}).").format(
+                    name=name, err=err), "bad_arguments")
             try:
                 return check(Check(task, seconds), fn, *args, **kwargs)
             except Stop as stop:

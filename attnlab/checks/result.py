@@ -12,7 +12,9 @@ import html
 import re
 from dataclasses import dataclass
 
-PASSED, FAILED, NOT_ATTEMPTED = "passed", "failed", "not attempted yet"
+from ..i18n import N_, _
+
+PASSED, FAILED, NOT_ATTEMPTED = N_("passed"), N_("failed"), N_("not attempted yet")   # shown translated
 
 _STYLE = {
     PASSED: ("#2e7d32", "#e8f5e9", "\u2714"),         # green, check mark
@@ -48,23 +50,26 @@ class CheckResult:
 
     def __str__(self) -> str:
         symbol = _STYLE[self.status][2]
-        return f"{symbol} {self.task}: {self.status}. {self.message}"
+        return _("{symbol} {task}: {status}. {message}").format(symbol=symbol, task=_(self.task),
+                                                                   status=_(self.status), message=self.message)
 
     __repr__ = __str__
 
     def _repr_html_(self) -> str:
         border, background, symbol = _STYLE[self.status]
+        heading = _("{symbol} {task}: {status}.").format(symbol=symbol, task=_(self.task), status=_(self.status))
         lines = [_inline_code(html.escape(line)) for line in self.message.splitlines()]
         body = "<br>".join(lines)
         folded = ""
         if self.details:
-            folded = (f'<details style="margin-top:0.4em"><summary>Details for a bug report</summary>'
+            summary = html.escape(_("Details for a bug report"))
+            folded = (f'<details style="margin-top:0.4em"><summary>{summary}</summary>'
                       f'<pre style="white-space:pre-wrap">{html.escape(self.details)}</pre></details>')
         return (
             f'<div class="attnlab-check attnlab-check-{self.status.split()[0]}" '
             f'style="border-left:6px solid {border};background:{background};color:#1b1b1b;'
             f'padding:0.55em 0.9em;margin:0.3em 0;border-radius:4px;line-height:1.45;">'
-            f'<strong style="color:{border}">{symbol} {html.escape(self.task)}: {self.status}.</strong> '
+            f'<strong style="color:{border}">{html.escape(heading)}</strong> '
             f"{body}{folded}</div>"
         )
 
@@ -84,25 +89,27 @@ def failed(task: str, message: str, mistake: str = "") -> CheckResult:
 
 def not_attempted(task: str) -> CheckResult:
     return CheckResult(task, NOT_ATTEMPTED,
-                       "Your function still raises `NotImplementedError`: replace the stub's body "
-                       "with your code and run this cell again.")
+                       _("Your function still raises `NotImplementedError`: replace the stub's body "
+                         "with your code and run this cell again."))
 
 
 def not_a_function(task: str, got) -> CheckResult:
-    return failed(task, f"Expected a function; got {type(got).__name__}. Pass the function itself, without "
-                        f"calling it (`check(my_function)`, not `check(my_function())`).", "not_a_function")
+    return failed(task, _("Expected a function; got {type}. Pass the function itself, without calling it "
+                          "(`check(my_function)`, not `check(my_function())`).").format(type=type(got).__name__),
+                  "not_a_function")
 
 
 def timed_out(task: str, case: str, seconds: float, still_running: bool) -> CheckResult:
-    text = (f"On {case}, your function ran longer than {seconds:g} s, so the check stopped it. This usually "
-            f"means a loop whose condition never becomes false (e.g. `while True:` without a `break`, or a "
-            f"counter that is never increased), or a computation far larger than the task needs.")
+    text = _("On {case}, your function ran longer than {seconds:g} s, so the check stopped it. This usually "
+             "means a loop whose condition never becomes false (e.g. `while True:` without a `break`, or a "
+             "counter that is never increased), or a computation far larger than the task needs.").format(
+                 case=_(case), seconds=seconds)
     if still_running:
-        text += (" The check could not interrupt it (it is running outside the main thread or inside one "
-                 "long library call), so it may keep a CPU busy: restart the kernel if the notebook slows down.")
+        text += _(" The check could not interrupt it (it is running outside the main thread or inside one "
+                  "long library call), so it may keep a CPU busy: restart the kernel if the notebook slows down.")
     return failed(task, text, "time_limit")
 
 
 def internal_error(task: str, details: str) -> CheckResult:
-    return CheckResult(task, FAILED, "The checker itself failed: this is a bug in the checker, not in your code. "
-                                     "Please report it with the folded details below.", "checker_bug", details)
+    return CheckResult(task, FAILED, _("The checker itself failed: this is a bug in the checker, not in your code. "
+                                       "Please report it with the folded details below."), "checker_bug", details)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import reference as ref
+from ..i18n import N_, _
 from .engine import FLOAT32, FLOAT64, Mistake, close, error_hint, models
 from .registry import checker
 
@@ -20,78 +21,78 @@ SOFTMAX_MISTAKES: list[Mistake] = []
 model = models(SOFTMAX_MISTAKES)
 
 
-@model("wrong_axis", "softmax over the wrong axis. You normalised along axis 0, so columns (not rows) sum to 1. "
-       "Each query's weights run along the last axis: use `axis=-1`.")
+@model("wrong_axis", N_("softmax over the wrong axis. You normalised along axis 0, so columns (not rows) sum to 1. "
+       "Each query's weights run along the last axis: use `axis=-1`."))
 def softmax_over_first_axis(x):
     return _softmax(x, axis=0)
 
 
-@model("wrong_axis", "softmax over the wrong axis. You normalised along axis -2 (over queries); each query's "
-       "weights run along the last axis: use `axis=-1`.")
+@model("wrong_axis", N_("softmax over the wrong axis. You normalised along axis -2 (over queries); each query's "
+       "weights run along the last axis: use `axis=-1`."))
 def softmax_over_second_last_axis(x):
     return _softmax(x, axis=-2)
 
 
-@model("whole_array", "you normalised the whole array at once (one sum for everything), so only the grand total "
-       "is 1. Sum each row separately: `e.sum(axis=-1, keepdims=True)`.")
+@model("whole_array", N_("you normalised the whole array at once (one sum for everything), so only the grand total "
+       "is 1. Sum each row separately: `e.sum(axis=-1, keepdims=True)`."))
 def softmax_over_whole_array(x):
     e = np.exp(x - x.max())
     return e / e.sum()
 
 
-@model("subtracts_min", "you subtracted each row's minimum, not its maximum. The shift does not change the "
+@model("subtracts_min", N_("you subtracted each row's minimum, not its maximum. The shift does not change the "
        "softmax, but only the maximum keeps every exponent <= 0: `np.exp(x - x.min())` overflows to inf as soon "
-       "as a row spans more than about 709 (float64) or 88 (float32). Use `x.max(axis=-1, keepdims=True)`.")
+       "as a row spans more than about 709 (float64) or 88 (float32). Use `x.max(axis=-1, keepdims=True)`."))
 def softmax_subtracts_min(x):
     e = np.exp(x - x.min(axis=-1, keepdims=True))
     return e / e.sum(axis=-1, keepdims=True)
 
 
-@model("subtracts_mean", "you subtracted each row's mean, not its maximum. The shift does not change the "
+@model("subtracts_mean", N_("you subtracted each row's mean, not its maximum. The shift does not change the "
        "softmax, but only the maximum keeps every exponent <= 0: entries far above the mean overflow to inf "
-       "(beyond about 709 in float64, 88 in float32). Use `x.max(axis=-1, keepdims=True)`.")
+       "(beyond about 709 in float64, 88 in float32). Use `x.max(axis=-1, keepdims=True)`."))
 def softmax_subtracts_mean(x):
     e = np.exp(x - x.mean(axis=-1, keepdims=True))
     return e / e.sum(axis=-1, keepdims=True)
 
 
-@model("no_max_subtraction", "no max subtraction (overflow). `np.exp(1000)` is inf and inf/inf is nan; "
+@model("no_max_subtraction", N_("no max subtraction (overflow). `np.exp(1000)` is inf and inf/inf is nan; "
        "`np.exp(-1000)` is 0 and 0/0 is nan. Subtract each row's maximum before `np.exp`: the softmax does not "
-       "change when one constant is subtracted from a whole row.")
+       "change when one constant is subtracted from a whole row."))
 def softmax_without_max_subtraction(x):
     e = np.exp(x)
     return e / e.sum(axis=-1, keepdims=True)
 
 
-@model("global_max", "you subtracted the maximum of the whole array rather than of each row, so rows far below "
-       "the global maximum underflow to 0/0 = nan. Use `x.max(axis=-1, keepdims=True)`.")
+@model("global_max", N_("you subtracted the maximum of the whole array rather than of each row, so rows far below "
+       "the global maximum underflow to 0/0 = nan. Use `x.max(axis=-1, keepdims=True)`."))
 def softmax_global_max(x):
     e = np.exp(x - x.max())                      # one max for the whole array, not per row
     return e / e.sum(axis=-1, keepdims=True)
 
 
-@model("max_without_keepdims", "`x.max(axis=-1)` without `keepdims=True`: the row maxima broadcast along the "
+@model("max_without_keepdims", N_("`x.max(axis=-1)` without `keepdims=True`: the row maxima broadcast along the "
        "wrong axis (a square input hides the shape error) and each row loses a different constant per column. "
-       "Use `x.max(axis=-1, keepdims=True)`.")
+       "Use `x.max(axis=-1, keepdims=True)`."))
 def softmax_max_without_keepdims(x):
     e = np.exp(x - x.max(axis=-1))               # (n,) broadcasts along the last axis
     return e / e.sum(axis=-1, keepdims=True)
 
 
-@model("sum_without_keepdims", "`e.sum(axis=-1)` without `keepdims=True`: the row sums broadcast along the wrong "
+@model("sum_without_keepdims", N_("`e.sum(axis=-1)` without `keepdims=True`: the row sums broadcast along the wrong "
        "axis (a square input hides the shape error), so each column is divided by another row's sum. Use "
-       "`e.sum(axis=-1, keepdims=True)`.")
+       "`e.sum(axis=-1, keepdims=True)`."))
 def softmax_sum_without_keepdims(x):
     e = np.exp(x - x.max(axis=-1, keepdims=True))
     return e / e.sum(axis=-1)
 
 
-@model("not_normalised", "the rows are not normalised: after `np.exp` divide by each row's sum.")
+@model("not_normalised", N_("the rows are not normalised: after `np.exp` divide by each row's sum."))
 def softmax_not_normalised(x):
     return np.exp(x - x.max(axis=-1, keepdims=True))
 
 
-@model("log_softmax", "you returned log-probabilities (a log-softmax). Return the probabilities.")
+@model("log_softmax", N_("you returned log-probabilities (a log-softmax). Return the probabilities."))
 def softmax_returns_log(x):
     s = x - x.max(axis=-1, keepdims=True)
     return s - np.log(np.exp(s).sum(axis=-1, keepdims=True))
@@ -100,20 +101,20 @@ def softmax_returns_log(x):
 def _softmax_cases():
     rng = np.random.default_rng(2)
     return [
-        ("a vector of 4 logits", rng.normal(size=4)),
-        ("a square 4 x 4 matrix (softmax along each row)", rng.normal(size=(4, 4)) * 2),
-        ("a 3 x 5 matrix (softmax along each row)", rng.normal(size=(3, 5)) * 2),
-        ("a batch of shape (2, 3, 4)", rng.normal(size=(2, 3, 4)) * 2),
-        ("large logits [[1000, 999, 997], [-1000, -1001, -1003]]",
+        (N_("a vector of 4 logits"), rng.normal(size=4)),
+        (N_("a square 4 x 4 matrix (softmax along each row)"), rng.normal(size=(4, 4)) * 2),
+        (N_("a 3 x 5 matrix (softmax along each row)"), rng.normal(size=(3, 5)) * 2),
+        (N_("a batch of shape (2, 3, 4)"), rng.normal(size=(2, 3, 4)) * 2),
+        (N_("large logits [[1000, 999, 997], [-1000, -1001, -1003]]"),
          np.array([[1000.0, 999.0, 997.0], [-1000.0, -1001.0, -1003.0]])),
-        ("rows spanning 1600 and 2000 ([[800, 0, -800], [1000, 10, -1000]]: any shift but the row maximum "
-         "overflows)", np.array([[800.0, 0.0, -800.0], [1000.0, 10.0, -1000.0]])),
-        ("float32 logits [[100, 0, -100], [60, 59, -60]] (float32 overflows beyond 88)",
+        (N_("rows spanning 1600 and 2000 ([[800, 0, -800], [1000, 10, -1000]]: any shift but the row maximum "
+         "overflows)"), np.array([[800.0, 0.0, -800.0], [1000.0, 10.0, -1000.0]])),
+        (N_("float32 logits [[100, 0, -100], [60, 59, -60]] (float32 overflows beyond 88)"),
          np.array([[100.0, 0.0, -100.0], [60.0, 59.0, -60.0]], dtype=np.float32)),
     ]
 
 
-@checker("softmax", SOFTMAX_MISTAKES)
+@checker(N_("softmax"), SOFTMAX_MISTAKES)
 def check_softmax(run, fn):
     """Check ``fn(x)``: a numerically stable softmax along the last axis of a NumPy array.
 
@@ -127,9 +128,9 @@ def check_softmax(run, fn):
         got = run.array(out, case, shape=x.shape, dtype="float" if single else "float64")
         run.compare(case, got, _softmax(x.astype(np.float64)) if single else ref.softmax(x), SOFTMAX_MISTAKES,
                     args=(x,), tol=FLOAT32 if single else FLOAT64)
-    return run.passed(f"All {len(cases)} cases match `al.softmax`: a vector, square and rectangular matrices, a "
-                      f"batch, logits near +-1000, rows that overflow unless their maximum is subtracted "
-                      f"(float64 and float32).")
+    return run.passed(_("All {n_cases} cases match `al.softmax`: a vector, square and rectangular "
+                        "matrices, a batch, logits near +-1000, rows that overflow unless their "
+                        "maximum is subtracted (float64 and float32).").format(n_cases=len(cases)))
 
 
 # ---------------------------------------------------------------------------------------------- dropout
@@ -138,46 +139,46 @@ DROPOUT_MISTAKES: list[Mistake] = []
 model = models(DROPOUT_MISTAKES)
 
 
-@model("no_rescale", "no rescaling. The kept weights must be divided by the keep probability 1 - p so that the "
-       "expected weights (and the expected row sum) stay the same.")
+@model("no_rescale", N_("no rescaling. The kept weights must be divided by the keep probability 1 - p so that the "
+       "expected weights (and the expected row sum) stay the same."))
 def dropout_without_rescale(a, keep, p):
     return a * keep
 
 
-@model("scaled_by_p", "you divided the kept weights by p, the drop probability; divide by the keep probability "
-       "1 - p.")
+@model("scaled_by_p", N_("you divided the kept weights by p, the drop probability; divide by the keep probability "
+       "1 - p."))
 def dropout_scaled_by_p(a, keep, p):
     return a * keep / p
 
 
-@model("renormalised", "you renormalised each row after dropping, so every row sums to exactly 1. That is a "
-       "different operation: dropout divides by 1 - p, and its row sums equal 1 only in expectation (chapter 2).")
+@model("renormalised", N_("you renormalised each row after dropping, so every row sums to exactly 1. That is a "
+       "different operation: dropout divides by 1 - p, and its row sums equal 1 only in expectation (chapter 2)."))
 def dropout_renormalised(a, keep, p):
     w = a * keep
     total = w.sum(axis=-1, keepdims=True)
     return np.divide(w, total, out=np.zeros_like(w), where=total > 0)
 
 
-P_AS_KEEP = Mistake("p_is_keep_probability", "p was used as the keep probability instead of the drop "
+P_AS_KEEP = Mistake("p_is_keep_probability", N_("p was used as the keep probability instead of the drop "
                     "probability: p is the probability of dropping an entry, so about a fraction p of the "
-                    "entries must be zero.")
-SHARED_MASK = Mistake("shared_mask", "every row has the same entries dropped (one keep/drop pattern shared by "
-                      "all rows): draw one independent decision per weight, an array of shape `a.shape`.")
-WHOLE_ROWS = Mistake("drops_whole_rows", "whole rows are dropped or kept at once (one decision per row, e.g. "
+                    "entries must be zero."))
+SHARED_MASK = Mistake("shared_mask", N_("every row has the same entries dropped (one keep/drop pattern shared by "
+                      "all rows): draw one independent decision per weight, an array of shape `a.shape`."))
+WHOLE_ROWS = Mistake("drops_whole_rows", N_("whole rows are dropped or kept at once (one decision per row, e.g. "
                      "`rng.random((T, 1))`). Dropout decides for each weight independently: draw "
-                     "`rng.random(a.shape)`.")
-CORRELATED = Mistake("correlated_mask", "neighbouring entries are dropped together far more often than chance "
+                     "`rng.random(a.shape)`."))
+CORRELATED = Mistake("correlated_mask", N_("neighbouring entries are dropped together far more often than chance "
                      "allows (the decisions are not independent). Draw one independent uniform number per "
-                     "weight: `rng.random(a.shape) >= p`.")
-IGNORES_RNG = Mistake("ignores_rng", "two calls with generators made from the same seed gave different masks: "
+                     "weight: `rng.random(a.shape) >= p`."))
+IGNORES_RNG = Mistake("ignores_rng", N_("two calls with generators made from the same seed gave different masks: "
                       "draw the random numbers from the `rng` argument (e.g. `rng.random(a.shape)`) so that a "
-                      "run can be repeated.")
-RESEEDS = Mistake("reseeds", "two calls with the same generator gave the same mask: do not re-seed inside the "
-                  "function; just draw from `rng`.")
-WRONG_RATE = Mistake("wrong_rate", "the fraction of dropped entries is far from p.")
+                      "run can be repeated."))
+RESEEDS = Mistake("reseeds", N_("two calls with the same generator gave the same mask: do not re-seed inside the "
+                  "function; just draw from `rng`."))
+WRONG_RATE = Mistake("wrong_rate", N_("the fraction of dropped entries is far from p."))
 
 
-@checker("dropout on attention weights", DROPOUT_MISTAKES + [P_AS_KEEP, SHARED_MASK, WHOLE_ROWS, CORRELATED,
+@checker(N_("dropout on attention weights"), DROPOUT_MISTAKES + [P_AS_KEEP, SHARED_MASK, WHOLE_ROWS, CORRELATED,
                                                              WRONG_RATE, IGNORES_RNG, RESEEDS])
 def check_dropout(run, fn):
     """Check ``fn(a, p, rng)``: inverted dropout on weights ``a`` (a float64 NumPy array) with drop
@@ -189,59 +190,66 @@ def check_dropout(run, fn):
     """
     rng = np.random.default_rng(5)
     a_small = ref.softmax(rng.normal(size=(3, 4)))
-    case = "p = 0 (nothing is dropped)"
+    case = N_("p = 0 (nothing is dropped)")
     got = run.array(run.call(fn, case, a_small, 0.0, np.random.default_rng(0)), case, shape=a_small.shape)
     if np.all(np.nan_to_num(got) == 0):
-        run.fail(f"With p = 0 every weight was dropped: {P_AS_KEEP.explanation}", P_AS_KEEP.name)
+        run.fail(_("With p = 0 every weight was dropped: {explanation}").format(
+            explanation=P_AS_KEEP.text), P_AS_KEEP.name)
     if not close(got, a_small):
-        run.fail("With p = 0 nothing may be dropped and the weights must come back unchanged.")
+        run.fail(_("With p = 0 nothing may be dropped and the weights must come back unchanged."))
 
     a = ref.softmax(rng.normal(size=(400, 50)))
     p = 0.25
-    case = "400 x 50 weights with p = 0.25"
+    case = N_("400 x 50 weights with p = 0.25")
     got = run.array(run.call(fn, case, a, p, np.random.default_rng(11)), case, shape=a.shape)
     keep = got != 0
     expected = a * keep / (1 - p)
     if not close(got, expected):
         mistake = next((m for m in DROPOUT_MISTAKES if close(got, m.model(a, keep, p))), None)
         if mistake is not None:
-            run.fail(f"On {case}: {mistake.explanation}", mistake.name)
-        run.fail(f"On {case}, the entries you kept are not `a / (1 - p)`: the largest difference is "
-                 f"{np.nan_to_num(np.abs(got - expected), nan=np.inf).max():.3g}.")
+            run.fail(_("On {case}: {explanation}").format(case=_(case), explanation=mistake.text), mistake.name)
+        run.fail(_("On {case}, the entries you kept are not `a / (1 - p)`: the largest difference "
+                   "is {value:.3g}.").format(
+                       case=_(case), value=np.nan_to_num(np.abs(got - expected), nan=np.inf).max()))
     _independence(run, case, keep)
     dropped = 1 - keep.mean()
     spread = 5 * np.sqrt(p * (1 - p) / keep.size)
     if abs(dropped - (1 - p)) < spread:
-        run.fail(f"On {case}, you dropped {dropped:.1%} of the entries: {P_AS_KEEP.explanation}", P_AS_KEEP.name)
+        run.fail(_("On {case}, you dropped {dropped:.1%} of the entries: {explanation}").format(
+            case=_(case), dropped=dropped, explanation=P_AS_KEEP.text), P_AS_KEEP.name)
     if abs(dropped - p) > spread:
-        run.fail(f"On {case}, you dropped {dropped:.1%} of the entries; about {p:.0%} should be zero.",
+        run.fail(_("On {case}, you dropped {dropped:.1%} of the entries; about {p:.0%} should be "
+                   "zero.").format(case=_(case), dropped=dropped, p=p),
                  WRONG_RATE.name)
     again = run.array(run.call(fn, case, a, p, np.random.default_rng(11)), case, shape=a.shape)
     if not np.array_equal(again, got):
-        run.fail(IGNORES_RNG.explanation[0].upper() + IGNORES_RNG.explanation[1:], IGNORES_RNG.name)
+        run.fail(IGNORES_RNG.text[0].upper() + IGNORES_RNG.text[1:], IGNORES_RNG.name)
     shared = np.random.default_rng(3)
     first = run.array(run.call(fn, case, a, p, shared), case, shape=a.shape)
     second = run.array(run.call(fn, case, a, p, shared), case, shape=a.shape)
     if np.array_equal(first, second):
-        run.fail(RESEEDS.explanation[0].upper() + RESEEDS.explanation[1:], RESEEDS.name)
+        run.fail(RESEEDS.text[0].upper() + RESEEDS.text[1:], RESEEDS.name)
     sums = got.sum(axis=-1)
-    return run.passed(f"Kept entries equal a / (1 - p), {dropped:.1%} dropped (p = {p}), decisions independent "
-                      f"within rows, across rows and between neighbours, reproducible from `rng`. Row sums: mean "
-                      f"{sums.mean():.3f}, from {sums.min():.2f} to {sums.max():.2f}, equal to 1 only in "
-                      f"expectation.")
+    return run.passed(_("Kept entries equal a / (1 - p), {dropped:.1%} dropped (p = {p}), "
+                        "decisions independent within rows, across rows and between neighbours, "
+                        "reproducible from `rng`. Row sums: mean {value:.3f}, from {value2:.2f} to "
+                        "{value3:.2f}, equal to 1 only in expectation.").format(
+                            dropped=dropped, p=p, value=sums.mean(), value2=sums.min(), value3=sums.max()))
 
 
 def _independence(run, case, keep):
     """Fail unless the keep decisions vary within rows, across rows, and between neighbours."""
     constant_rows = (keep == keep[:, :1]).all(axis=1).mean()
     if constant_rows > 0.5:       # independent entries: P(a row of 50 is constant) is about 6e-7
-        run.fail(f"On {case}, {constant_rows:.0%} of the rows are dropped or kept as a whole: "
-                 f"{WHOLE_ROWS.explanation}", WHOLE_ROWS.name)
+        run.fail(_("On {case}, {constant_rows:.0%} of the rows are dropped or kept as a whole: "
+                   "{explanation}").format(
+                       case=_(case), constant_rows=constant_rows, explanation=WHOLE_ROWS.text), WHOLE_ROWS.name)
     if (keep == keep[:1]).all():
-        run.fail(f"On {case}: {SHARED_MASK.explanation}", SHARED_MASK.name)
+        run.fail(_("On {case}: {explanation}").format(case=_(case), explanation=SHARED_MASK.text), SHARED_MASK.name)
     k = keep.astype(float)
     for left, right in ((k[:, :-1], k[:, 1:]), (k[:-1], k[1:])):
         corr = np.corrcoef(left.ravel(), right.ravel())[0, 1]
         if abs(corr) > 5 / np.sqrt(left.size):       # five standard errors of a zero correlation
-            run.fail(f"On {case}, the keep decisions of neighbouring entries have correlation {corr:.2f}: "
-                     f"{CORRELATED.explanation}", CORRELATED.name)
+            run.fail(_("On {case}, the keep decisions of neighbouring entries have correlation "
+                       "{corr:.2f}: {explanation}").format(
+                           case=_(case), corr=corr, explanation=CORRELATED.text), CORRELATED.name)

@@ -11,16 +11,19 @@ import torch
 
 from .. import _validate as V
 from ..errors import AttentionInputError, EmptyVisibilityError
+from ..i18n import N_, _
 
 
 def tensor_check(name: str, x) -> None:
     """``x`` must be a floating-point torch tensor (NumPy arrays are refused, not converted)."""
     if not isinstance(x, torch.Tensor):
         raise AttentionInputError(
-            f"{name} must be a torch.Tensor; got {type(x).__name__}. Convert with torch.as_tensor({name})")
+            _("{name} must be a torch.Tensor; got {type}. Convert with torch.as_tensor({name})").format(
+                name=name, type=type(x).__name__))
     if not x.is_floating_point():
         raise AttentionInputError(
-            f"{name} must be a floating-point tensor; got dtype {x.dtype} with shape {V.fmt(x.shape)}")
+            _("{name} must be a floating-point tensor; got dtype {dtype} with shape {shape}").format(
+                name=name, dtype=x.dtype, shape=V.fmt(x.shape)))
 
 
 def same_kind(named: dict) -> None:
@@ -28,8 +31,11 @@ def same_kind(named: dict) -> None:
     for attr in ("dtype", "device"):
         values = {n: getattr(x, attr) for n, x in named.items()}
         if len(set(values.values())) > 1:
-            listed = ", ".join(f"{n} {val}" for n, val in values.items())
-            raise AttentionInputError(f"{', '.join(named)} must share one {attr}; got {listed}")
+            listed = ", ".join(f"{_(n)} {val}" for n, val in values.items())
+            message = {"dtype": N_("{names} must share one dtype; got {listed}"),
+                       "device": N_("{names} must share one device; got {listed}")}[attr]
+            names = ", ".join(_(n) for n in named)
+            raise AttentionInputError(_(message).format(names=names, listed=listed))
 
 
 def finite_check(named: dict) -> None:
@@ -46,7 +52,8 @@ def finite_check(named: dict) -> None:
         if bool(bad.any()):
             where = tuple(int(i) for i in bad.nonzero()[0])
             raise AttentionInputError(
-                f"{name} contains a non-finite value (nan or inf) at index {where}; shape {V.fmt(x.shape)}")
+                _("{name} contains a non-finite value (nan or inf) at index {where}; shape {shape}").format(
+                    name=name, where=where, shape=V.fmt(x.shape)))
 
 
 def check_qkv(q, k, v) -> tuple[tuple[int, ...], int, int, int, int]:
@@ -69,7 +76,8 @@ def bool_tensor(name: str, mask, device) -> torch.Tensor | None:
             V.mask_shape(name, mask.shape, False, mask.shape)  # raises with the shared message
         mask = torch.from_numpy(np.ascontiguousarray(mask))
     if not isinstance(mask, torch.Tensor):
-        raise AttentionInputError(f"{name} must be a boolean torch tensor or NumPy array; got {type(mask).__name__}")
+        raise AttentionInputError(_("{name} must be a boolean torch tensor or NumPy array; got {type}").format(
+            name=name, type=type(mask).__name__))
     if mask.dtype != torch.bool:
         V.mask_shape(name, tuple(mask.shape), False, tuple(mask.shape))  # raises with the shared message
     return mask.to(device)
@@ -79,16 +87,18 @@ def as_mask(name: str, mask, target, device) -> torch.Tensor | None:
     """Check a boolean mask against the shape it must broadcast to; return it on ``device``."""
     mask = bool_tensor(name, mask, device)
     if mask is not None and V.mask_shape(name, tuple(mask.shape), True, target) != tuple(target):
-        raise AttentionInputError(f"{name} of shape {V.fmt(mask.shape)} does not broadcast to {V.fmt(target)}")
+        raise AttentionInputError(_("{name} of shape {shape} does not broadcast to {target}").format(
+            name=name, shape=V.fmt(mask.shape), target=V.fmt(target)))
     return mask
 
 
 def empty_row_error(index) -> EmptyVisibilityError:
     """The error for a valid query that may read no key (same words as the NumPy reference)."""
     return EmptyVisibilityError(
-        f"query at index {tuple(int(i) for i in index)} (batch/head axes..., query row) is valid but may read "
-        f"no key: its row of `allowed` is all False, so the softmax has nothing to normalise. Mark it invalid "
-        f"with query_valid=False (it then gets zero output) or fix the mask")
+        _("query at index {index} (batch/head axes..., query row) is valid but may read no key: its row of "
+          "`allowed` is all False, so the softmax has nothing to normalise. Mark it invalid with "
+          "query_valid=False (it then gets zero output) or fix the mask").format(
+              index=tuple(int(i) for i in index)))
 
 
 def empty_rows(allowed, query_valid, rows_shape) -> torch.Tensor | None:
@@ -111,7 +121,7 @@ def empty_rows(allowed, query_valid, rows_shape) -> torch.Tensor | None:
 def positive_int(name: str, n) -> int:
     """A positive integer, e.g. a block size."""
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise AttentionInputError(f"{name} must be a positive integer; got {n!r}")
+        raise AttentionInputError(_("{name} must be a positive integer; got {n!r}").format(name=name, n=n))
     return int(n)
 
 
@@ -122,5 +132,5 @@ def dropout_value(p) -> float:
     except (TypeError, ValueError):
         value = float("nan")
     if not 0.0 <= value < 1.0:
-        raise AttentionInputError(f"dropout_p must be a probability in [0, 1); got {p!r}")
+        raise AttentionInputError(_("dropout_p must be a probability in [0, 1); got {p!r}").format(p=p))
     return value

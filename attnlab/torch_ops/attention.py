@@ -21,6 +21,7 @@ from torch.nn.attention.bias import causal_lower_right
 
 from .. import _validate as V
 from ..errors import AttentionInputError
+from ..i18n import _
 from ._checks import as_mask, check_qkv, dropout_value, empty_rows
 from .chunked import chunked_attention
 
@@ -110,16 +111,18 @@ def attention(q, k, v, allowed=None, query_valid=None, scale=None, dropout_p=0.0
     return_weights=True returns (out, weights) from the naive path; weights (..., T, S) are the
     ones actually applied, so with dropout their rows sum to 1 only in expectation.
     """
-    batch, T, S, d_k, _ = check_qkv(q, k, v)
+    batch, T, S, d_k, _d_v = check_qkv(q, k, v)
     allowed = as_mask("allowed", allowed, batch + (T, S), q.device)
     query_valid = as_mask("query_valid", query_valid, batch + (T,), q.device)
     scale = V.scale_value(scale, d_k)
     dropout_p = dropout_value(dropout_p)
     if impl not in IMPLS:
-        raise AttentionInputError(f"impl must be one of {', '.join(map(repr, IMPLS))}; got {impl!r}")
+        impls = ", ".join(map(repr, IMPLS))
+        raise AttentionInputError(_("impl must be one of {impls}; got {impl!r}").format(impls=impls, impl=impl))
     if return_weights and impl in ("sdpa", "chunked"):
         raise AttentionInputError(
-            f"return_weights=True needs the weights, which impl={impl!r} never forms; use impl='naive' or 'auto'")
+            _("return_weights=True needs the weights, which impl={impl!r} never forms; use impl='naive' or "
+              "'auto'").format(impl=impl))
 
     form = _structural_causal(allowed, T, S) if impl in ("auto", "chunked") else None
     empty = None if form else empty_rows(allowed, query_valid, batch + (T,))
@@ -129,11 +132,12 @@ def attention(q, k, v, allowed=None, query_valid=None, scale=None, dropout_p=0.0
     if impl == "chunked":
         if allowed is not None and form is None:
             raise AttentionInputError(
-                f"impl='chunked' handles allowed=None or a causal mask (attnlab.masks.causal(T, S), "
-                f"bottom-right aligned, T <= S); allowed of shape {V.fmt(allowed.shape)} is neither. "
-                f"Use impl='sdpa' or 'naive' for general masks")
+                _("impl='chunked' handles allowed=None or a causal mask (attnlab.masks.causal(T, S), "
+                  "bottom-right aligned, T <= S); allowed of shape {shape} is neither. "
+                  "Use impl='sdpa' or 'naive' for general masks").format(shape=V.fmt(allowed.shape)))
         if dropout_p > 0:
-            raise AttentionInputError("impl='chunked' has no dropout; use impl='sdpa' or 'naive' with dropout_p > 0")
+            raise AttentionInputError(
+                _("impl='chunked' has no dropout; use impl='sdpa' or 'naive' with dropout_p > 0"))
         out = chunked_attention(q, k, v, causal=form is not None, scale=scale)
     else:
         out = _sdpa(q, k, v, allowed, empty, form, scale, dropout_p)

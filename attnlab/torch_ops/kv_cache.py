@@ -19,6 +19,7 @@ import torch
 
 from .. import _validate as V
 from ..errors import AttentionInputError, KVCacheError
+from ..i18n import _
 from ._checks import finite_check, positive_int, same_kind, tensor_check
 from .attention import attention
 
@@ -34,14 +35,17 @@ class KVCache:
         self.n_kv_heads, self.d_k = positive_int("n_kv_heads", n_kv_heads), positive_int("d_k", d_k)
         self.d_v = self.d_k if d_v is None else positive_int("d_v", d_v)
         if layout not in LAYOUTS:
-            raise AttentionInputError(f"layout must be one of {', '.join(map(repr, LAYOUTS))}; got {layout!r}")
+            layouts = ", ".join(map(repr, LAYOUTS))
+            raise AttentionInputError(_("layout must be one of {layouts}; got {layout!r}").format(
+                layouts=layouts, layout=layout))
         if layout != "ring" and (window is not None or n_sinks):
-            raise AttentionInputError(f"window and n_sinks belong to layout='ring'; got layout={layout!r} with "
-                                      f"window={window!r}, n_sinks={n_sinks!r}")
+            raise AttentionInputError(_("window and n_sinks belong to layout='ring'; got layout={layout!r} with "
+                                        "window={window!r}, n_sinks={n_sinks!r}").format(
+                                            layout=layout, window=window, n_sinks=n_sinks))
         if layout == "ring":
             self.window = positive_int("window", window)
             if isinstance(n_sinks, bool) or not isinstance(n_sinks, int) or n_sinks < 0:
-                raise AttentionInputError(f"n_sinks must be an integer >= 0; got {n_sinks!r}")
+                raise AttentionInputError(_("n_sinks must be an integer >= 0; got {n_sinks!r}").format(n_sinks=n_sinks))
         self.layout, self.n_sinks = layout, int(n_sinks)
         self.block_size = positive_int("block_size", block_size)
         self.dtype, self.device = dtype, None if device is None else torch.device(device)
@@ -83,16 +87,20 @@ class KVCache:
     def _check_new(self, name, x, width, t=None):
         tensor_check(name, x)
         if x.dim() != 4 or x.shape[1] != self.n_kv_heads or x.shape[3] != width or x.shape[2] < 1:
-            raise KVCacheError(f"{name} must have shape (B, n_kv_heads={self.n_kv_heads}, t >= 1, {width}); "
-                               f"got {V.fmt(x.shape)}")
+            raise KVCacheError(_("{name} must have shape (B, n_kv_heads={n_kv_heads}, t >= 1, {width}); "
+                                 "got {shape}").format(name=name, n_kv_heads=self.n_kv_heads, width=width,
+                                                       shape=V.fmt(x.shape)))
         if self.batch is not None and x.shape[0] != self.batch:
-            raise KVCacheError(f"{name} has batch {x.shape[0]} but the cache holds {self.batch} sequences")
+            raise KVCacheError(_("{name} has batch {got} but the cache holds {batch} sequences").format(
+                name=name, got=x.shape[0], batch=self.batch))
         if t is not None and x.shape[2] != t:
-            raise KVCacheError(f"k and v must bring the same number of positions; got {t} and {x.shape[2]}")
+            raise KVCacheError(_("k and v must bring the same number of positions; got {t} and {t_v}").format(
+                t=t, t_v=x.shape[2]))
         for attr in ("dtype", "device"):
             mine = getattr(self, attr)
             if mine is not None and getattr(x, attr) != mine:
-                raise KVCacheError(f"{name} has {attr} {getattr(x, attr)} but the cache holds {mine}")
+                raise KVCacheError(_("{name} has {attr} {got} but the cache holds {mine}").format(
+                    name=name, attr=attr, got=getattr(x, attr), mine=mine))
 
     def append(self, k, v) -> None:
         """Store k (B, H_kv, t, d_k) and v (B, H_kv, t, d_v), the t >= 1 newest positions."""
@@ -186,16 +194,19 @@ class KVCache:
         """q (B, H, t, d_k), the queries of the t newest positions -> (B, H, t, d_v)."""
         tensor_check("q", q)
         if self._k is None:
-            raise KVCacheError("attend before any append: the cache is empty")
+            raise KVCacheError(_("attend before any append: the cache is empty"))
         if q.dtype != self.dtype or q.device != self.device:
-            raise KVCacheError(f"q has dtype {q.dtype} on {q.device}; the cache holds {self.dtype} on {self.device}")
+            raise KVCacheError(_("q has dtype {dtype} on {device}; the cache holds {mine} on {my_device}").format(
+                dtype=q.dtype, device=q.device, mine=self.dtype, my_device=self.device))
         if q.dim() != 4 or q.shape[0] != self.batch or q.shape[1] % self.n_kv_heads or q.shape[3] != self.d_k:
-            raise KVCacheError(f"q must have shape (B={self.batch}, H, t, d_k={self.d_k}) with H a multiple of "
-                               f"n_kv_heads={self.n_kv_heads}; got {V.fmt(q.shape)}")
-        B, H, t, _ = q.shape
+            raise KVCacheError(_("q must have shape (B={batch}, H, t, d_k={d_k}) with H a multiple of "
+                                 "n_kv_heads={n_kv_heads}; got {shape}").format(
+                                     batch=self.batch, d_k=self.d_k, n_kv_heads=self.n_kv_heads, shape=V.fmt(q.shape)))
+        B, H, t, _d_k = q.shape
         if t > self._last_t:
-            raise KVCacheError(f"q brings {t} queries but the last append brought {self._last_t} positions: "
-                               f"attend(q) serves the queries of the positions just appended")
+            raise KVCacheError(_("q brings {t} queries but the last append brought {last} positions: "
+                                 "attend(q) serves the queries of the positions just appended").format(
+                                     t=t, last=self._last_t))
         r = H // self.n_kv_heads
         k, v, key_pos = self._stored()
         q_pos = torch.arange(self._len - t, self._len, device=q.device)        # (t,)
@@ -215,7 +226,7 @@ class KVCache:
         p // block_size at slot p % block_size.
         """
         if self._k is None:
-            raise KVCacheError("the cache is empty")
+            raise KVCacheError(_("the cache is empty"))
         if self.layout == "paged":
             B, n_blocks = self._table.shape
             H_kv, n_slots = self.n_kv_heads, n_blocks * self.block_size

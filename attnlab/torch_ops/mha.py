@@ -12,6 +12,7 @@ from torch import nn
 
 from .. import _validate as V
 from ..errors import AttentionInputError
+from ..i18n import N_, _
 from ._checks import bool_tensor, same_kind, tensor_check
 from .attention import attention
 
@@ -45,10 +46,11 @@ class MultiHeadAttention(nn.Module):
         H, H_kv = V.head_counts(n_heads, n_kv_heads)
         for name, n in (("d_model", d_model), ("d_kv", d_model if d_kv is None else d_kv)):
             if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-                raise AttentionInputError(f"{name} must be a positive integer; got {n!r}")
+                raise AttentionInputError(_("{name} must be a positive integer; got {n!r}").format(name=name, n=n))
         if d_model % H:
             raise AttentionInputError(
-                f"d_model={d_model} must be divisible by n_heads={H}: each head gets d_k = d_model // n_heads features")
+                _("d_model={d_model} must be divisible by n_heads={H}: each head gets d_k = d_model // n_heads "
+                  "features").format(d_model=d_model, H=H))
         self.d_model, self.n_heads, self.n_kv_heads = d_model, H, H_kv
         self.d_kv = d_model if d_kv is None else d_kv
         self.d_k = d_model // H
@@ -67,9 +69,10 @@ class MultiHeadAttention(nn.Module):
             tensor_check(name, x)
             if x.dim() < 2 or x.shape[-1] != width:
                 raise AttentionInputError(
-                    f"{name} must have shape (..., positions, {width}) (batch first); got {V.fmt(x.shape)}")
-        same_kind({"x_q": x_q, "x_kv": x_kv, "the module's weights": w})
-        V.broadcast(x_q.shape[:-2], x_kv.shape[:-2], what="leading (batch) axes of x_q and x_kv")
+                    _("{name} must have shape (..., positions, {width}) (batch first); got {shape}").format(
+                        name=name, width=width, shape=V.fmt(x.shape)))
+        same_kind({"x_q": x_q, "x_kv": x_kv, N_("the module's weights"): w})
+        V.broadcast(x_q.shape[:-2], x_kv.shape[:-2], what=N_("leading (batch) axes of x_q and x_kv"))
 
     def _split(self, x, heads):
         """(..., T, heads * d_k) -> (..., heads, T, d_k)."""
@@ -119,12 +122,14 @@ class MultiHeadAttention(nn.Module):
         kdim != vdim) and if the copy differs from ``m`` on a random input.
         """
         if not isinstance(m, nn.MultiheadAttention):
-            raise AttentionInputError(f"from_torch expects an nn.MultiheadAttention; got {type(m).__name__}")
+            raise AttentionInputError(_("from_torch expects an nn.MultiheadAttention; got {type}").format(
+                type=type(m).__name__))
         if m.bias_k is not None or m.add_zero_attn or m.kdim != m.vdim:
             raise AttentionInputError(
-                "from_torch supports nn.MultiheadAttention without add_bias_kv / add_zero_attn and with kdim == vdim; "
-                f"got add_bias_kv={m.bias_k is not None}, add_zero_attn={m.add_zero_attn}, "
-                f"kdim={m.kdim}, vdim={m.vdim}")
+                _("from_torch supports nn.MultiheadAttention without add_bias_kv / add_zero_attn and with "
+                  "kdim == vdim; got add_bias_kv={bias_kv}, add_zero_attn={zero_attn}, kdim={kdim}, "
+                  "vdim={vdim}").format(bias_kv=m.bias_k is not None, zero_attn=m.add_zero_attn, kdim=m.kdim,
+                                         vdim=m.vdim))
         E = m.embed_dim
         ref = m.out_proj.weight
         new = cls(E, m.num_heads, bias=m.in_proj_bias is not None, d_kv=None if m.kdim == E else m.kdim)
@@ -154,16 +159,18 @@ class MultiHeadAttention(nn.Module):
         m.eval()
         try:
             if m.batch_first:
-                expected, _ = m(x_q, x_kv, x_kv, need_weights=False)
+                expected, _weights = m(x_q, x_kv, x_kv, need_weights=False)
             else:                                               # nn.MHA wants (T, B, E) here
-                expected, _ = m(x_q.transpose(0, 1), x_kv.transpose(0, 1), x_kv.transpose(0, 1), need_weights=False)
+                expected, _weights = m(x_q.transpose(0, 1), x_kv.transpose(0, 1), x_kv.transpose(0, 1),
+                                       need_weights=False)
                 expected = expected.transpose(0, 1)             # (B, T, E)
         finally:
             m.train(was_training)
-        got, _ = self(x_q, x_kv)
+        got, _weights = self(x_q, x_kv)
         tol = {torch.float64: 1e-10, torch.float32: 1e-4}.get(w.dtype, 1e-2)
         err = (got - expected).abs().max().item()
         if not err <= tol * (1.0 + expected.abs().max().item()):
             raise AttentionInputError(
-                f"from_torch: the copied module differs from the nn.MultiheadAttention on a random input "
-                f"(max |difference| = {err:.3g}); the source module is not plain multi-head attention")
+                _("from_torch: the copied module differs from the nn.MultiheadAttention on a random input "
+                  "(max |difference| = {err:.3g}); the source module is not plain multi-head attention").format(
+                      err=err))

@@ -20,6 +20,7 @@ from torch import nn
 from .. import _validate as V
 from ..cache_size import itemsize
 from ..errors import AttentionInputError, KVCacheError
+from ..i18n import _
 from ._checks import bool_tensor, positive_int, tensor_check
 from .attention import attention
 from .mha import _with_head_axis
@@ -42,10 +43,13 @@ class LatentCache:
         """c (B, t, d_latent), the latents of the t >= 1 newest positions."""
         tensor_check("c", c)
         if c.dim() != 3 or c.shape[-1] != self.d_latent:
-            raise KVCacheError(f"c must have shape (B, t, d_latent={self.d_latent}); got {V.fmt(c.shape)}")
+            raise KVCacheError(_("c must have shape (B, t, d_latent={d_latent}); got {shape}").format(
+                d_latent=self.d_latent, shape=V.fmt(c.shape)))
         if self.c is not None and (c.shape[0], c.dtype, c.device) != (self.c.shape[0], self.c.dtype, self.c.device):
-            raise KVCacheError(f"c of shape {V.fmt(c.shape)}, {c.dtype} on {c.device} does not match the cache's "
-                               f"{V.fmt(self.c.shape)}, {self.c.dtype} on {self.c.device}")
+            raise KVCacheError(_("c of shape {shape}, {dtype} on {device} does not match the cache's "
+                                 "{mine}, {my_dtype} on {my_device}").format(
+                                     shape=V.fmt(c.shape), dtype=c.dtype, device=c.device, mine=V.fmt(self.c.shape),
+                                     my_dtype=self.c.dtype, my_device=self.c.device))
         self.c = c if self.c is None else torch.cat([self.c, c], dim=-2)    # (B, S + t, d_latent)
 
 
@@ -62,7 +66,8 @@ class MultiHeadLatentAttention(nn.Module):
         d_model, H = positive_int("d_model", d_model), positive_int("n_heads", n_heads)
         self.d_latent = positive_int("d_latent", d_latent)
         if d_head is None and d_model % H:
-            raise AttentionInputError(f"d_model={d_model} is not divisible by n_heads={H}; give d_head explicitly")
+            raise AttentionInputError(_("d_model={d_model} is not divisible by n_heads={H}; give d_head "
+                                        "explicitly").format(d_model=d_model, H=H))
         self.d_model, self.n_heads = d_model, H
         self.d_head = d_model // H if d_head is None else positive_int("d_head", d_head)
         inner = H * self.d_head
@@ -111,10 +116,13 @@ class MultiHeadLatentAttention(nn.Module):
     def forward(self, x, allowed=None, absorbed=False, cache=None, impl="auto"):
         tensor_check("x", x)
         if x.dim() < 2 or x.shape[-1] != self.d_model:
-            raise AttentionInputError(f"x must have shape (..., positions, {self.d_model}); got {V.fmt(x.shape)}")
+            raise AttentionInputError(_("x must have shape (..., positions, {d_model}); got {shape}").format(
+                d_model=self.d_model, shape=V.fmt(x.shape)))
         if x.dtype != self.w_o.weight.dtype or x.device != self.w_o.weight.device:
-            raise AttentionInputError(f"x is {x.dtype} on {x.device}; the module's weights are "
-                                      f"{self.w_o.weight.dtype} on {self.w_o.weight.device}")
+            raise AttentionInputError(_("x is {dtype} on {device}; the module's weights are {w_dtype} on "
+                                        "{w_device}").format(dtype=x.dtype, device=x.device,
+                                                             w_dtype=self.w_o.weight.dtype,
+                                                             w_device=self.w_o.weight.device))
         c = self.w_dkv(x)                                           # (..., T, d_latent)
         allowed = bool_tensor("allowed", allowed, x.device)
         if cache is not None:
