@@ -1,4 +1,4 @@
-"""Two fixes that let the Chinese edition translate every visible text of a page.
+"""Three fixes that let the Chinese edition translate every visible text of a page, and only that.
 
 1. Exercise titles. sphinx-exercise builds the title of an exercise from the directive's argument
    without a source position, and Sphinx's gettext machinery skips nodes without one, so the
@@ -9,6 +9,10 @@
    ("No key ... found in glue data for this document"). Before a translation is parsed, its glue
    roles are pointed at the page itself (``{glue:text}`page.md::key```), which myst-nb resolves
    from the page's glue cache; translators write the short form, as in the English text.
+3. Computed outputs. A cell's Markdown output (the checking page's list of tests, the instructors'
+   table of exercises, an explorer's caption) is computed, and in the Chinese edition it is
+   computed in Chinese by attnlab's own messages; extracted into the catalogs it would make every
+   change to a test docstring a stale translation. Cell outputs are therefore not translatable.
 """
 from __future__ import annotations
 
@@ -35,6 +39,17 @@ class GiveExerciseTitlesASource(SphinxTransform):
             node.source = parent.source if parent is not None else self.document["source"]
             node.line = parent.line if parent is not None else None
             node.rawsource = node.rawsource or node.astext()
+
+
+class KeepCellOutputsUntranslated(SphinxTransform):
+    default_priority = Locale.default_priority - 1
+
+    def apply(self, **kwargs) -> None:
+        for output in self.document.findall(nodes.container):
+            if output.get("nb_element") != "cell_code_output":
+                continue
+            for node in output.findall(nodes.TextElement):
+                node["translatable"] = False
 
 
 def _extract_exercise_titles(app, doctree) -> None:
@@ -75,6 +90,7 @@ def _publish_with_page_glue(publish):
 
 def setup(app):
     app.add_transform(GiveExerciseTitlesASource)
+    app.add_transform(KeepCellOutputsUntranslated)
     app.connect("doctree-read", _extract_exercise_titles)
     if not getattr(i18n.publish_msgstr, "_with_page_glue", False):
         i18n.publish_msgstr = _publish_with_page_glue(i18n.publish_msgstr)

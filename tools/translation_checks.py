@@ -59,19 +59,24 @@ def _prose(text: str) -> str:
 
 
 def glossary_problems(msgid: str, msgstr: str, terms: dict[str, str],
-                      exceptions: frozenset[str] = frozenset()) -> list[str]:
+                      exceptions: frozenset[str] = frozenset(),
+                      alternatives: dict[str, tuple[str, ...]] | None = None) -> list[str]:
     """Glossary terms of the source whose Chinese term the translation does not use.
 
     ``terms`` maps an English term (lower case) to its Chinese term; ``exceptions`` lists English
-    terms that are too common as plain words to be checked (each with its reason, where defined).
+    terms that are too common as plain words to be checked (each with its reason, where defined);
+    ``alternatives`` maps a term to the other forms Chinese texts write for it after its first use
+    (``softmax`` for 归一化指数函数), which count as using the term.
     """
     prose = _prose(msgid)
+    alternatives = alternatives or {}
     problems = []
     for english in sorted(terms, key=len, reverse=True):
         if english in exceptions:
             continue
         pattern = rf"(?<![a-z0-9-]){re.escape(english)}(?:s|es)?(?![a-z0-9-])"
-        if re.search(pattern, prose) and terms[english] not in msgstr:
+        forms = (terms[english], *alternatives.get(english, ()))
+        if re.search(pattern, prose) and not any(form.lower() in msgstr.lower() for form in forms):
             problems.append(f"the source says {english!r}; the translation lacks {terms[english]!r}")
             prose = re.sub(pattern, " ", prose)      # a longer term covers its parts
     return problems

@@ -10,6 +10,7 @@ Coverage is counted with polib, not ``sphinx-intl stat`` (which counts fuzzy ent
 """
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -61,6 +62,7 @@ def table(rows: list[Coverage]) -> str:
 
 
 def update() -> None:
+    shutil.rmtree(POT_OUT, ignore_errors=True)      # Sphinx would skip pages it read before
     subprocess.run([sys.executable, str(ROOT / "tools" / "edition_config.py"), "pot"], check=True)
     subprocess.run([str(BIN / "jupyter-book"), "build", str(ROOT), "--config", str(ROOT / "_config_pot.yml"),
                     "--builder", "custom", "--custom-builder", "gettext", "--path-output", str(POT_OUT)],

@@ -8,6 +8,7 @@ there with ``bash -e``, in order. The other grading tests reuse the assignment i
 """
 from __future__ import annotations
 
+import os
 import pathlib
 import re
 import shutil
@@ -42,6 +43,11 @@ def guide(tmp_path_factory) -> GuideRun:
             (clone / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, clone / name)
     (clone / ".venv").symlink_to(ROOT / ".venv")
+    # the venv is shared: the clone's make must never reinstall into it (that would point the
+    # editable attnlab and the python3 kernelspec at this temporary clone)
+    stamp = (ROOT / ".venv" / ".installed-stamp").stat().st_mtime
+    for name in ("pyproject.toml", "requirements/lock.txt"):
+        os.utime(clone / name, (stamp - 1, stamp - 1))
     blocks, outputs = shell_blocks(GUIDE.read_text()), []
     for block in blocks:
         done = subprocess.run(["bash", "-e", "-c", block], cwd=clone, capture_output=True, text=True, timeout=900)
