@@ -4,10 +4,12 @@ sphinx-exercise labels an exercise in LaTeX as ``exercise:<label>`` and rewrites
 the exercise's own page to that label, but a reference from another page (a solution's "the mask
 of Exercise 1") stays Sphinx's, ``\\ref{<page>:<label>}``, a label nobody defines: the PDF printed
 "Exercise ??". This post-transform gives those references the same treatment, keeping the text
-Sphinx resolved ("Exercise 1").
+Sphinx resolved ("Exercise 1"), and points titled references ({ref}`exercise 4 <ex-...>`) at the
+same label.
 """
 from __future__ import annotations
 
+from docutils import nodes
 from sphinx import addnodes
 from sphinx.transforms.post_transforms import SphinxPostTransform
 
@@ -20,9 +22,20 @@ class CrossPageExerciseReferences(SphinxPostTransform):
         from sphinx_exercise.nodes import exercise_enumerable_node, exercise_latex_number_reference
 
         registry = getattr(self.env, "sphinx_exercise_registry", {})
+
+        def is_exercise(label: str) -> bool:
+            return bool(label) and isinstance(registry.get(label, {}).get("node"), exercise_enumerable_node)
+
+        # a titled {ref}`exercise 4 <ex-...>`: the LaTeX writer links "%page#label" to \hyperref[page:label],
+        # which sphinx-exercise never defines; its label is exercise:<label>
+        for node in self.document.findall(nodes.reference):
+            uri = node.get("refuri", "")
+            page, _, label = uri.partition("#")
+            if uri.startswith("%") and is_exercise(label):
+                node["refuri"] = f"%exercise#{label}"
         for node in list(self.document.findall(addnodes.number_reference)):
             label = node.get("refuri", "").rpartition("#")[2]
-            if not label or not isinstance(registry.get(label, {}).get("node"), exercise_enumerable_node):
+            if not is_exercise(label):
                 continue
             # a reference is a TextElement: ("", "", *children), else the first child becomes its text
             new = exercise_latex_number_reference("", "", *node.children, refid=label, classes=node["classes"])
