@@ -51,6 +51,8 @@ def test_a_missing_glossary_term_is_named_and_longer_terms_cover_their_parts():
         "the source says 'causal mask'; the translation lacks '因果掩码'"]
     assert glossary_problems("masks and keys", "掩码与键", TERMS) == []       # plurals count
     assert glossary_problems("the `key` argument", "参数 `key`", TERMS) == []  # code is not prose
+    formula = "\\operatorname{Mask}(Q, K) = Q K^\\top"                         # nor an operator name
+    assert glossary_problems(formula, formula, TERMS) == []
 
 
 def test_an_alternative_form_counts_as_the_term_and_only_for_its_term():
@@ -93,3 +95,24 @@ def test_every_translation_uses_the_glossary_terms(catalog):
                 for entry in polib.pofile(str(catalog)) if entry.translated() and not entry.fuzzy
                 for p in glossary_problems(entry.msgid, entry.msgstr, terms, PLAIN_WORDS, ALTERNATIVES)]
     assert not problems, "\n".join(problems)
+
+
+# ------------------------------------------------------------------ coverage: the gate of the zh edition
+
+def test_every_catalog_translates_all_of_its_page_with_no_fuzzy_entry():
+    """A changed English paragraph leaves its old translation fuzzy (never shown): translate it."""
+    from translations import coverage, table
+
+    rows = coverage()
+    assert rows, "no catalogs in locale/zh_CN: run `make translations`"
+    incomplete = [r for r in rows if not r.complete]
+    assert not incomplete, "pages of the Chinese edition not fully translated:\n" + table(incomplete)
+
+
+@pytest.mark.slow
+def test_the_catalogs_hold_exactly_the_current_english_text():
+    """Extracted afresh from the sources: every page has its catalog and no text is missing or stale."""
+    from translations import stale
+
+    problems = stale()
+    assert problems == [], "run `make translations` and translate what it reports:\n" + "\n".join(problems)

@@ -32,21 +32,23 @@ def pot_config(base: dict) -> dict:
     sphinx["gettext_compact"] = False          # one catalog per page, named after it
     sphinx["gettext_uuid"] = False
     sphinx["gettext_location"] = False        # line numbers would churn every catalog on each edit
+    # only the sources' text is extracted (cell outputs are computed in each edition's language,
+    # _ext/i18n_fixes.py), so extraction needs no kernel; zh_config turns execution back on
+    config["execute"] = {**config.get("execute", {}), "execute_notebooks": "off"}
     return config
 
 
 def zh_config(base: dict) -> dict:
     config = pot_config(base)
     config["title"] = "注意力，算出来"
-    config["execute"]["cache"] = ZH_CACHE
+    config["execute"] = {**base["execute"], "cache": ZH_CACHE}
     sphinx = _sphinx_config(config)
     sphinx["language"] = "zh_CN"
     sphinx["locale_dirs"] = [LOCALE_DIR]
     sphinx.setdefault("html_context", {})["edition"] = "zh"
-    # the switch to the English twin of each page; the English edition links back once CI builds
-    # both editions (until then it would point at pages that may not exist)
+    sphinx["pdf_download_file"] = "_build/pdf/attention-computed-zh.pdf"   # its own PDF, once built
+    sphinx["pdf_download_toc"] = "_toc_zh.yml"
     extensions = config["sphinx"].setdefault("local_extensions", {})
-    extensions["edition_switch"] = "_ext"
     extensions.pop("cjk_glosses", None)      # the whole page is Chinese: <html lang="zh-CN">
     return config
 

@@ -55,6 +55,8 @@ def _prose(text: str) -> str:
     text = ROLE.sub(" ", text)
     text = INLINE_MATH.sub(" ", text)
     text = re.sub(r"`[^`]*`", " ", text)          # code is not prose
+    # nor are operator names in display math (\operatorname{Attention}(Q, K, V) = ...)
+    text = re.sub(r"\\(?:operatorname|mathrm|mathbf|mathit|mathsf|mathtt)\{[^{}]*\}", " ", text)
     return re.sub(r"\s+", " ", text).lower()
 
 

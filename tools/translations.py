@@ -5,6 +5,8 @@
                                            a changed English paragraph keeps its old translation
                                            marked fuzzy, which the build never shows
     python tools/translations.py report    the per-page table: translated / fuzzy / untranslated
+    python tools/translations.py check     exit 1 unless every catalog holds exactly the current
+                                           English text (extracted afresh) and translates all of it
 
 Coverage is counted with polib, not ``sphinx-intl stat`` (which counts fuzzy entries as done).
 """
@@ -61,14 +63,49 @@ def table(rows: list[Coverage]) -> str:
     return "\n".join(lines)
 
 
-def update() -> None:
+def extract() -> Path:
+    """The English text of every page, one .pot per page (no execution: outputs are not extracted)."""
     shutil.rmtree(POT_OUT, ignore_errors=True)      # Sphinx would skip pages it read before
-    subprocess.run([sys.executable, str(ROOT / "tools" / "edition_config.py"), "pot"], check=True)
-    subprocess.run([str(BIN / "jupyter-book"), "build", str(ROOT), "--config", str(ROOT / "_config_pot.yml"),
-                    "--builder", "custom", "--custom-builder", "gettext", "--path-output", str(POT_OUT)],
-                   check=True, stdout=subprocess.DEVNULL)
-    subprocess.run([str(BIN / "sphinx-intl"), "update", "-p", str(POT_OUT / "_build" / "gettext"),
+    subprocess.run([sys.executable, str(ROOT / "tools" / "edition_config.py"), "pot"], check=True,
+                   stdout=subprocess.DEVNULL)
+    # unexecuted pages warn that their glue values are absent; only a failure is worth showing
+    done = subprocess.run([str(BIN / "jupyter-book"), "build", str(ROOT), "--config", str(ROOT / "_config_pot.yml"),
+                           "--builder", "custom", "--custom-builder", "gettext", "--path-output", str(POT_OUT)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.stderr.write(done.stdout[-3000:] + done.stderr[-3000:])
+        raise SystemExit("extracting the English text failed (above)")
+    return POT_OUT / "_build" / "gettext"
+
+
+def update() -> None:
+    subprocess.run([str(BIN / "sphinx-intl"), "update", "-p", str(extract()),
                     "-l", "zh_CN", "-d", str(ROOT / "locale"), "-w", "0"], check=True, stdout=subprocess.DEVNULL)
+    for po_path in CATALOGS.rglob("*.po"):        # text no longer in the page: its entry goes
+        po = polib.pofile(str(po_path))
+        gone = [e for e in po if e.obsolete]
+        for entry in gone:
+            po.remove(entry)
+        if gone:
+            po.save(str(po_path))
+
+
+def stale() -> list[str]:
+    """Pages whose catalog does not hold exactly the English text extracted now."""
+    pots = extract()
+    problems = []
+    pages = {str(p.relative_to(pots).with_suffix("")) for p in pots.rglob("*.pot")}
+    done = {str(p.relative_to(CATALOGS).with_suffix("")) for p in CATALOGS.rglob("*.po")}
+    problems += [f"{page}: no catalog" for page in sorted(pages - done)]
+    problems += [f"{page}: a catalog for a page that no longer exists" for page in sorted(done - pages)]
+    for page in sorted(pages & done):
+        english = {e.msgid for e in polib.pofile(str(pots / f"{page}.pot"))}
+        held = {e.msgid for e in polib.pofile(str(CATALOGS / f"{page}.po")) if not e.obsolete}
+        if english != held:
+            new, gone = english - held, held - english
+            problems.append(f"{page}: {len(new)} new English text(s), {len(gone)} no longer in the page"
+                            + (f"; first new: {sorted(new)[0][:80]!r}" if new else ""))
+    return problems
 
 
 def main(argv: list[str]) -> int:
@@ -79,6 +116,13 @@ def main(argv: list[str]) -> int:
         rows = coverage()
         print(table(rows))
         return 0
+    if argv == ["check"]:
+        problems = stale() + [f"{r.page}: {r.fuzzy} fuzzy, {r.untranslated} untranslated"
+                              for r in coverage() if not r.complete]
+        print("\n".join(problems) or "every catalog is current and complete")
+        if problems:
+            print("run `make translations`, translate what it reports, and commit locale/", file=sys.stderr)
+        return 1 if problems else 0
     print(__doc__, file=sys.stderr)
     return 2
 
