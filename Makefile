@@ -8,11 +8,12 @@ STAMP := $(VENV)/.installed-stamp
 BUILD := _build
 JBFLAGS := -W -n --keep-going
 
-.PHONY: help book book-zh translations book-clean student-book pdf test test-fast test-browser test-pdf lab notebooks assignments grade clean lock gpu-check bench page
+.PHONY: help book book-zh student-book-zh translations book-clean student-book pdf pdf-zh test test-fast test-browser test-pdf lab notebooks assignments grade clean lock gpu-check bench page
 
 help:
 	@echo "make book          build the HTML book into $(BUILD)/html (executes every page, cached)"
 	@echo "make book-zh       build the Chinese edition into $(BUILD)/zh/html (catalogs in locale/zh_CN)"
+	@echo "make student-book-zh  the Chinese edition without solutions, in $(BUILD)/zh/student/html"
 	@echo "make translations  extract the English text, merge it into the catalogs, print the coverage"
 	@echo "make book-clean    the same after emptying the execution cache"
 	@echo "make test          run the whole test suite"
@@ -22,6 +23,7 @@ help:
 	@echo "make notebooks     write .ipynb copies of chapters and exercises into notebooks/"
 	@echo "make student-book  build the book without solutions into $(BUILD)/student/html"
 	@echo "make pdf           the book as a PDF, $(BUILD)/pdf/attention-computed.pdf (xelatex; before make book)"
+	@echo "make pdf-zh        the Chinese PDF, $(BUILD)/pdf/attention-computed-zh.pdf (before make book-zh)"
 	@echo "make assignments   otter-grader assignments from exercises (CHAPTERS=\"01 02\", EXERCISES=, POINTS=)"
 	@echo "make grade         grade a folder of notebooks: CHAPTER=03 SUBMISSIONS=DIR [TIMEOUT=120]"
 	@echo "make page PAGE=chapters/x.md   build one page alone (quick check while writing)"
@@ -58,6 +60,13 @@ book-zh: $(STAMP) assets
 	rm -rf $(BUILD)/zh/html && cp -r $(BUILD)/zh/_build/html $(BUILD)/zh/html
 	@echo "中文版: file://$(CURDIR)/$(BUILD)/zh/html/index.html"
 
+student-book-zh: $(STAMP) assets
+	$(PY) tools/edition_config.py zh
+	rm -rf $(BUILD)/zh/student-src/_build/html $(BUILD)/zh/student-src/_build/.doctrees
+	ATTNLAB_LANG=zh_CN $(JB) build . $(JBFLAGS) --config _config_zh.yml --toc _toc_student_zh.yml --path-output $(BUILD)/zh/student-src
+	rm -rf $(BUILD)/zh/student && mkdir -p $(BUILD)/zh/student && cp -r $(BUILD)/zh/student-src/_build/html $(BUILD)/zh/student/html
+	@echo "中文学生版: file://$(CURDIR)/$(BUILD)/zh/student/html/index.html"
+
 translations: $(STAMP)
 	$(PY) tools/translations.py update
 
@@ -87,6 +96,18 @@ pdf: $(STAMP)
 	mkdir -p $(BUILD)/pdf && cp $(BUILD)/latex/attention-computed.pdf $(BUILD)/pdf/
 	@echo "The PDF: $(CURDIR)/$(BUILD)/pdf/attention-computed.pdf"
 
+# The Chinese PDF: the same recipe from the Chinese edition's config and execution cache.
+pdf-zh: $(STAMP)
+	$(PY) tools/edition_config.py zh
+	$(PY) tools/compile_messages.py
+	rm -rf $(BUILD)/zh/_build/latex $(BUILD)/zh/_build/.doctrees $(BUILD)/zh/_build/jupyter_execute
+	mkdir -p _vendor
+	ATTNLAB_LANG=zh_CN LATEXMKOPTS=-silent $(JB) build . $(JBFLAGS) --config _config_zh.yml --toc _toc_zh.yml \
+	  --builder pdflatex --path-output $(BUILD)/zh \
+	  || { grep -a -A4 '^!' $(BUILD)/zh/_build/latex/attention-computed-zh.log | head -40; exit 1; }
+	mkdir -p $(BUILD)/pdf && cp $(BUILD)/zh/_build/latex/attention-computed-zh.pdf $(BUILD)/pdf/
+	@echo "中文 PDF: $(CURDIR)/$(BUILD)/pdf/attention-computed-zh.pdf"
+
 page: $(STAMP) assets
 	$(JB) build $(PAGE) --config _config.yml $(JBFLAGS) --path-output $(BUILD)/pages/$(basename $(notdir $(PAGE)))
 
@@ -100,7 +121,7 @@ test-browser: $(STAMP)
 	REQUIRE_BOOK=1 $(VENV)/bin/pytest -m browser
 
 test-pdf: $(STAMP)
-	REQUIRE_PDF=1 $(VENV)/bin/pytest tests/test_pdf.py
+	REQUIRE_PDF=1 $(VENV)/bin/pytest tests/test_pdf.py tests/test_pdf_zh.py
 
 lab: $(STAMP)
 	$(VENV)/bin/jupyter lab

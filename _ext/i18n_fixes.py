@@ -1,4 +1,4 @@
-"""Three fixes that let the Chinese edition translate every visible text of a page, and only that.
+"""Four fixes that let the Chinese edition translate every visible text of a page, and only that.
 
 1. Exercise titles. sphinx-exercise builds the title of an exercise from the directive's argument
    without a source position, and Sphinx's gettext machinery skips nodes without one, so the
@@ -9,7 +9,9 @@
    ("No key ... found in glue data for this document"). Before a translation is parsed, its glue
    roles are pointed at the page itself (``{glue:text}`page.md::key```), which myst-nb resolves
    from the page's glue cache; translators write the short form, as in the English text.
-3. Computed outputs. A cell's Markdown output (the checking page's list of tests, the instructors'
+3. Footnote references in a translated paragraph (``SDPA[^sdpa]``) get stub definitions, since
+   MyST reads a reference only where its footnote is defined.
+4. Computed outputs. A cell's Markdown output (the checking page's list of tests, the instructors'
    table of exercises, an explorer's caption) is computed, and in the Chinese edition it is
    computed in Chinese by attnlab's own messages; extracted into the catalogs it would make every
    change to a test docstring a stale translation. Cell outputs are therefore not translatable.
@@ -78,13 +80,24 @@ def _on_page(page: str, match: re.Match) -> str:
     return match[0].replace(f"`{match['body']}`", f"`{page}::{body}`")
 
 
+_FOOTNOTE_REF = re.compile(r"\[\^(?P<label>[^\]\s]+)\](?!:)")
+
+
+def _with_footnote_stubs(source: str) -> str:
+    """MyST reads ``[^label]`` as a footnote reference only where the footnote is defined; a
+    translated paragraph is parsed alone, so stub definitions follow it (only the paragraph,
+    the first node, is used: Sphinx then links the reference to the page's real footnote)."""
+    labels = dict.fromkeys(m["label"] for m in _FOOTNOTE_REF.finditer(source))
+    return source + "".join(f"\n\n[^{label}]: ." for label in labels)
+
+
 def _publish_with_page_glue(publish):
     """Point the glue roles of a translated paragraph at its own page (``page.md::key``), which
-    myst-nb resolves from the page's glue cache after parsing."""
+    myst-nb resolves from the page's glue cache after parsing; keep its footnote references."""
     def publish_msgstr(app, source, source_path, source_line, config, settings):
         page = Path(source_path).name
-        return publish(app, _GLUE_ROLE.sub(lambda m: _on_page(page, m), source), source_path,
-                       source_line, config, settings)
+        source = _with_footnote_stubs(_GLUE_ROLE.sub(lambda m: _on_page(page, m), source))
+        return publish(app, source, source_path, source_line, config, settings)
     return publish_msgstr
 
 

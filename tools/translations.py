@@ -70,6 +70,7 @@ def extract() -> Path:
                    stdout=subprocess.DEVNULL)
     # unexecuted pages warn that their glue values are absent; only a failure is worth showing
     done = subprocess.run([str(BIN / "jupyter-book"), "build", str(ROOT), "--config", str(ROOT / "_config_pot.yml"),
+                           "--toc", str(ROOT / "_toc_pot.yml"),
                            "--builder", "custom", "--custom-builder", "gettext", "--path-output", str(POT_OUT)],
                           capture_output=True, text=True)
     if done.returncode != 0:

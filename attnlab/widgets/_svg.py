@@ -10,6 +10,7 @@ viridis colormap, the mask grid's white cell borders.
 from __future__ import annotations
 
 import html
+import math
 from functools import lru_cache
 
 import numpy as np
@@ -17,6 +18,7 @@ import numpy as np
 from ..plots import ALLOWED_COLOR, FORBIDDEN_COLOR
 
 FONT = "DejaVu Sans, Helvetica, Arial, sans-serif"
+LEGIBLE_PX = 9        # the smallest text size a reader is shown, as for the book's figures
 GRAY = "#718096"
 RED = "#c53030"
 __all__ = ["ALLOWED_COLOR", "FORBIDDEN_COLOR", "GRAY", "RED", "Svg", "Panel", "viridis", "nice_ticks"]
@@ -53,6 +55,13 @@ class Svg:
     def __init__(self, width: int, height: int):
         self.width, self.height = width, height
         self.parts: list[str] = []
+        self.smallest_text = 10.0          # the root's font size; text() lowers it
+
+    @property
+    def min_width(self) -> int:
+        """The narrowest the picture may be shown: where its smallest text reads at 9 px (never
+        wider than drawn; on a phone the picture then scrolls in its own box instead of shrinking)."""
+        return min(self.width, math.ceil(self.width * LEGIBLE_PX / self.smallest_text))
 
     def rect(self, x, y, w, h, fill="none", stroke=None, sw=1.0, opacity=None):
         extra = f' stroke="{stroke}" stroke-width="{_n(sw)}"' if stroke else ""
@@ -127,6 +136,7 @@ class Svg:
              baseline="middle", italic=False):
         """Text; attributes equal to the root's defaults (size 10, centred, black) are left out."""
         extra = f' font-size="{size:g}"' if size not in (None, 10) else ""
+        self.smallest_text = min(self.smallest_text, size or 10)
         extra += f' text-anchor="{anchor}"' if anchor != "middle" else ""
         extra += f' dominant-baseline="{baseline}"' if baseline != "middle" else ""
         extra += f' fill="{color}"' if color != "black" else ""
@@ -139,7 +149,8 @@ class Svg:
         return (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {self.width} {self.height}" '
                 f'width="{self.width}" height="{self.height}" font-family="{FONT}" font-size="10" '
                 f'text-anchor="middle" dominant-baseline="middle" '
-                f'style="display:block;max-width:100%;height:auto;background:white">{"".join(self.parts)}</svg>')
+                f'style="display:block;max-width:100%;min-width:{self.min_width}px;height:auto;background:white">'
+                f'{"".join(self.parts)}</svg>')
 
 
 class Panel:

@@ -1,0 +1,73 @@
+"""The configs of the other builds, generated from _config.yml by tools/edition_config.py, and the
+language switch between the editions (_ext/edition_switch.py)."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "tools"), str(ROOT / "_ext")]
+import edition_config  # noqa: E402
+import edition_switch  # noqa: E402
+
+BASE = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+
+
+def test_the_chinese_edition_is_chinese_executes_in_its_own_cache_and_has_its_own_pdf():
+    zh = edition_config.zh_config(BASE)
+    sphinx = zh["sphinx"]["config"]
+    assert sphinx["language"] == "zh_CN" and sphinx["locale_dirs"] == ["locale/"]
+    assert zh["execute"]["execute_notebooks"] == BASE["execute"]["execute_notebooks"] != "off"
+    assert zh["execute"]["cache"] != BASE["execute"]["cache"]
+    assert "cjk_glosses" not in zh["sphinx"]["local_extensions"]
+    assert zh["latex"]["latex_documents"]["targetname"] == "attention-computed-zh.tex"
+    assert sphinx["pdf_download_file"].endswith("attention-computed-zh.pdf")
+    preamble = sphinx["latex_elements"]["preamble"]
+    assert "\\contentsname}{目录}" in preamble and "章节" in preamble and "第" in preamble
+    assert "xeCJKDeclareCharClass" not in sphinx["latex_elements"]["fontpkg"]   # Chinese quotes stay full-width
+    assert BASE["sphinx"]["config"].get("language") in (None, "en")            # the English config is untouched
+
+
+def test_extraction_needs_no_kernel_and_keeps_line_numbers_out():
+    pot = edition_config.pot_config(BASE)
+    assert pot["execute"]["execute_notebooks"] == "off"
+    assert pot["sphinx"]["config"]["gettext_compact"] is False
+    assert pot["sphinx"]["config"]["gettext_location"] is False
+
+
+def test_the_chinese_table_of_contents_translates_its_captions(tmp_path):
+    import polib
+
+    catalog = polib.POFile()
+    catalog.append(polib.POEntry(msgid="Chapters", msgstr="章节"))
+    catalog.append(polib.POEntry(msgid="Exercises", msgstr="练习", flags=["fuzzy"]))
+    catalog.save(str(tmp_path / "intro.po"))
+    toc = {"root": "intro", "parts": [{"caption": "Chapters", "chapters": []},
+                                      {"caption": "Exercises", "chapters": []}]}
+    translated = edition_config.translated_toc(toc, tmp_path / "intro.po")
+    assert [p["caption"] for p in translated["parts"]] == ["章节", "Exercises"]   # a fuzzy one is not used
+    assert toc["parts"][0]["caption"] == "Chapters"                              # the English toc is a copy
+
+
+def _switch(tmp_path, edition, toc, zh_built):
+    if zh_built:
+        (tmp_path / "_build" / "zh" / "html").mkdir(parents=True)
+        (tmp_path / "_build" / "zh" / "html" / "index.html").write_text("")
+    app = SimpleNamespace(confdir=str(tmp_path), builder=SimpleNamespace(format="html"),
+                          config=SimpleNamespace(html_context={"edition": edition}, external_toc_path=toc))
+    edition_switch._decide(app)
+    context = {}
+    edition_switch._add_switch(app, "chapters/03_masks", "page.html", context, None)
+    return context.get("metatags", "")
+
+
+def test_the_switch_links_the_twin_page_only_where_it_exists(tmp_path):
+    assert _switch(tmp_path / "a", "en", "_toc.yml", zh_built=False) == ""
+    english = _switch(tmp_path / "b", "en", "_toc.yml", zh_built=True)
+    assert 'content="../../zh/html/chapters/03_masks.html"' in english and 'data-label="中文"' in english
+    chinese = _switch(tmp_path / "c", "zh", "_toc_zh.yml", zh_built=False)
+    assert 'content="../../../html/chapters/03_masks.html"' in chinese and 'data-label="English"' in chinese
+    assert _switch(tmp_path / "d", "en", "_toc_student.yml", zh_built=True) == ""   # no solutions behind it
