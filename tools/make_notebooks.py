@@ -58,7 +58,9 @@ WORDS = {
               "box": "**{title}（{arg}）**", "stop": "",
               "worked solutions": r"(?:详细解答|完整解答|解答详见)[：:]?\s*\{ref\}`[^`]+`。?"},
 }
-SET_LANGUAGE = 'import attnlab; attnlab.set_language("{lang}")'
+# attnlab.i18n.set_language (the package does not export it at the top level)
+SET_LANGUAGE = 'from attnlab.i18n import set_language\n\nset_language("{lang}")   # attnlab\'s messages'
+
 
 
 def words(lang: str) -> dict:
