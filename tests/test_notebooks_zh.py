@@ -5,6 +5,7 @@ pieces up, before the MyST is converted to plain Jupyter Markdown; code cells st
 English notebook. The fast tests use a made-up catalog and the real chapter 1 and exercise
 sheet 1; the slow one runs ``make assignments LANG=zh_CN``.
 """
+import json
 import os
 import pathlib
 import re
@@ -145,8 +146,8 @@ def test_chinese_notebook_is_chinese_prose_around_the_english_code(page):
     first, rest = chinese.cells[0], chinese.cells[1:]
     assert first.cell_type == "code" and "set_language" in first.source
     assert [c.cell_type for c in rest] == [c.cell_type for c in english.cells]
-    assert [c.source for c in rest if c.cell_type == "code"] == [c.source for c in english.cells
-                                                                 if c.cell_type == "code"]
+    assert [(c.source, c.metadata) for c in rest if c.cell_type == "code"] == [
+        (c.source, c.metadata) for c in english.cells if c.cell_type == "code"]
     markdown = [c.source for c in rest if c.cell_type == "markdown"]
     assert sum(bool(CJK.search(m)) for m in markdown) > 0.8 * len(markdown)
     assert not [m for m in markdown if re.search(r"\{[\w:-]+\}`", m)]       # every role converted
@@ -209,8 +210,36 @@ def test_make_assignments_lang_zh_writes_a_chinese_student_notebook():
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     student = nbformat.read(target / "student" / "ex01_qkv.ipynb", as_version=4)
-    markdown = [c.source for c in student.cells if c.cell_type == "markdown"]
+    shown = [re.sub(r"<!--.*?-->", "", c.source).strip() for c in student.cells if c.cell_type == "markdown"]
+    markdown = [m for m in shown if m]                     # otter's <!-- QUESTION --> markers show nothing
     assert markdown and sum(bool(CJK.search(m)) for m in markdown) > 0.8 * len(markdown)
+    assert not [m for m in markdown if "Type your answer here" in m or "double-check your work" in m]
     assert any('set_language("zh_CN")' in c.source for c in student.cells if c.cell_type == "code")
     assert not [c for c in student.cells if "BEGIN SOLUTION" in c.source]
     assert list((target / "autograder").glob("ex01_qkv-autograder_*.zip"))
+    from attnlab.grading import grade_notebook
+    from attnlab.grading.otter_plugin import questions_from_config
+
+    config = json.loads((target / "autograder" / "otter_config.json").read_text())
+    questions = questions_from_config(config["plugins"][0]["attnlab.grading.otter_plugin.IsolatedGrading"])
+    full = grade_notebook(target / "autograder" / "ex01_qkv.ipynb", questions)     # the solved notebook
+    assert full.total == full.possible > 0, [(q.name, q.note) for q in full.questions if q.earned < q.possible]
+    assert grade_notebook(target / "student" / "ex01_qkv.ipynb", questions).total == 0
+
+
+@pytest.mark.parametrize("folder", ["chapters", "exercises", "solutions"])
+def test_every_catalog_entry_is_a_piece_the_notebooks_look_up(folder):
+    """What Sphinx extracted from a page is what the notebook translation finds in its cells, so no
+    translated text is left English in a notebook."""
+    import jupytext
+
+    missed = {}
+    for page in sorted((ROOT / folder).glob("*.md")):
+        found = set()
+        for cell in jupytext.read(page, fmt="md:myst").cells:
+            if cell.cell_type == "markdown":
+                found.update(tm.pieces(cell.source))
+        entries = {e.msgid for e in polib.pofile(str(tm.catalog_path(page, "zh_CN"))) if not e.obsolete}
+        if entries - found:
+            missed[page.name] = sorted(entries - found)[:3]
+    assert not missed

@@ -68,6 +68,11 @@ WHEELS = "requirements.wheels"
 # What this script writes into a student notebook itself, per language.
 ASSIGNMENT_WORDS = {"en": {"written": "*Written question, graded by hand.*", "see": "(see the solution page)"},
                     "zh_CN": {"written": "*书面题，人工评分。*", "see": "（见解答页）"}}
+# What otter assign writes into the student notebook, in the other languages.
+OTTER_WORDS = {"zh_CN": {
+    "_Type your answer here, replacing this text._": "_在这里写下你的答案，替换这段文字。_",
+    "To double-check your work, the cell below will rerun all of the autograder tests.":
+        "想再检查一遍？下面的单元格会重新运行全部自动评分测试。"}}
 
 _START = re.compile(r":::\{(exercise|solution)-start\}[ \t]*(.*)\n((?::[\w-]+:.*\n)*):::[ \t]*(?:\n|$)")
 _END = re.compile(r":::\{(exercise|solution)-end\}[ \t]*\n:::[ \t]*(?:\n|$)")
@@ -321,7 +326,7 @@ def make_assignment(chapter: str, out: pathlib.Path, run_tests: bool = True, cho
     done = subprocess.run(command, cwd=target / "master", capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"otter assign failed for {exercise.name}:\n{done.stdout}\n{done.stderr}")
-    _drop_empty_cells(target / "student" / f"{exercise.stem}.ipynb")
+    _tidy_student_notebook(target / "student" / f"{exercise.stem}.ipynb", lang)
     for autograder in (target / "autograder").glob("*-autograder_*.zip"):
         with zipfile.ZipFile(autograder, "a") as zf:
             for folder in (WHEELS, f"{WHEELS}/{WHEELS}"):
@@ -330,10 +335,15 @@ def make_assignment(chapter: str, out: pathlib.Path, run_tests: bool = True, cho
     return target
 
 
-def _drop_empty_cells(path: pathlib.Path) -> None:
-    """otter leaves an empty answer cell where each solution cell was; drop those."""
+def _tidy_student_notebook(path: pathlib.Path, lang: str = "en") -> None:
+    """otter leaves an empty answer cell where each solution cell was; drop those. In a language
+    other than English, otter's own sentences are translated too."""
     nb = nbformat.read(path, as_version=4)
     nb.cells = [c for c in nb.cells if c.cell_type != "code" or c.source.strip()]
+    for cell in nb.cells:
+        for english, translated in OTTER_WORDS.get(lang, {}).items():
+            if cell.cell_type == "markdown":
+                cell.source = cell.source.replace(english, translated)
     nbformat.write(nb, path)
 
 
