@@ -62,7 +62,6 @@ WORDS = {
 SET_LANGUAGE = 'from attnlab.i18n import set_language\n\nset_language("{lang}")   # attnlab\'s messages'
 
 
-
 def words(lang: str) -> dict:
     if lang not in WORDS:
         raise ValueError(f"no notebooks in language {lang!r}; choose one of {', '.join(WORDS)}")
@@ -94,6 +93,7 @@ def _role(match: re.Match, w: dict) -> str:
 _DIRECTIVE = re.compile(
     r"^(?P<indent>[ \t]*)(?P<fence>:{3,}|`{3,})\{(?P<name>[\w:-]+)\}[ \t]*(?P<arg>.*)\n"
     r"(?P<opts>(?:[ \t]*:[\w-]+:.*\n)*)(?P<body>(?:.|\n)*?)^(?P=indent)(?P=fence)[ \t]*$", re.M)
+
 
 def _source_of(path: pathlib.Path, pyobject: str | None) -> str:
     text = path.read_text()

@@ -2,10 +2,11 @@
 
 The Chinese edition's catalogs (``locale/<lang>/LC_MESSAGES/<page>.po``) hold every translatable
 piece of a page: headings, paragraphs (in list items, block quotes, table cells and directive
-bodies too) and exercise or dropdown titles. Sphinx finds a piece's translation by its source
-text with newlines joined by spaces, stripped; so does :func:`translate_markdown`, which replaces
-each piece of a Markdown text by its ``msgstr`` and leaves everything else byte for byte: targets,
-math blocks, code, directive fences and options. A piece the catalog lacks, or whose entry is
+bodies too), exercise, proof and dropdown titles, and display math (whose ``\text{}`` may be
+translated). Sphinx finds a piece's translation by its source text with newlines joined by
+spaces, stripped (math by its source as it is); so does :func:`translate_markdown`, which
+replaces each piece of a Markdown text by its ``msgstr`` and leaves everything else byte for
+byte: targets, code, directive fences and options. A piece the catalog lacks, or whose entry is
 fuzzy or untranslated, stays English, as it does in the Chinese book.
 
 The Markdown is parsed with myst-parser's own markdown-it parser (the book's extensions), and each
@@ -20,13 +21,14 @@ import pathlib
 import re
 
 import polib
+import yaml
 from markdown_it.renderer import RendererHTML
 from myst_parser.config.main import MdParserConfig
 from myst_parser.parsers.mdit import create_md_parser
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 LANGUAGES = ("zh_CN",)
-EXTENSIONS = {"amsmath", "colon_fence", "dollarmath", "deflist", "substitution", "linkify"}   # _config.yml
+EXTENSIONS = set(yaml.safe_load((ROOT / "_config.yml").read_text())["parse"]["myst_enable_extensions"])
 # Directives whose body is not MyST prose, and whose argument is a path, a label or a language.
 LITERAL = {"code-cell", "code-block", "code", "sourcecode", "raw", "literalinclude", "include",
            "eval-rst", "glue", "glue:any", "glue:figure", "glue:math", "image", "bibliography", "toctree",
