@@ -7,6 +7,18 @@ JB := $(VENV)/bin/jupyter-book
 STAMP := $(VENV)/.installed-stamp
 BUILD := _build
 JBFLAGS := -W -n --keep-going
+# The students' language: `make notebooks LANG=zh_CN` (or BOOK_LANG=zh_CN). Only a LANG given on
+# make's command line counts: the environment's LANG is the locale (C.UTF-8, en_US.UTF-8), never a
+# book language. The recipes then run with LANG=C.UTF-8, a locale that exists.
+ifeq ($(origin LANG),command line)
+BOOK_LANG := $(LANG)
+override LANG := C.UTF-8
+endif
+BOOK_LANG ?=
+ifneq ($(filter-out en zh_CN,$(BOOK_LANG)),)
+$(error LANG=$(BOOK_LANG): the book's languages are zh_CN and en (the default, LANG left out))
+endif
+LANG_FLAG := $(if $(BOOK_LANG),--lang $(BOOK_LANG))
 
 .PHONY: help book book-zh student-book-zh translations book-clean student-book pdf pdf-zh test test-fast test-browser test-pdf lab notebooks assignments grade clean lock gpu-check bench page
 
@@ -21,10 +33,12 @@ help:
 	@echo "make test-pdf      check the built PDF (titles, references, fonts, explorer pictures)"
 	@echo "make lab           open JupyterLab; the chapters' .md files open as notebooks"
 	@echo "make notebooks     write .ipynb copies of chapters and exercises into notebooks/"
+	@echo "                   LANG=zh_CN: Chinese ones into notebooks/zh_CN/ (LANG counts on the command line only)"
 	@echo "make student-book  build the book without solutions into $(BUILD)/student/html"
 	@echo "make pdf           the book as a PDF, $(BUILD)/pdf/attention-computed.pdf (xelatex; before make book)"
 	@echo "make pdf-zh        the Chinese PDF, $(BUILD)/pdf/attention-computed-zh.pdf (before make book-zh)"
 	@echo "make assignments   otter-grader assignments from exercises (CHAPTERS=\"01 02\", EXERCISES=, POINTS=)"
+	@echo "                   LANG=zh_CN: Chinese student notebooks, into assignments/zh_CN/"
 	@echo "make grade         grade a folder of notebooks: CHAPTER=03 SUBMISSIONS=DIR [TIMEOUT=120]"
 	@echo "make page PAGE=chapters/x.md   build one page alone (quick check while writing)"
 	@echo "make bench         run the attention benchmark; make gpu-check on a GPU machine"
@@ -127,12 +141,12 @@ lab: $(STAMP)
 	$(VENV)/bin/jupyter lab
 
 notebooks: $(STAMP)
-	$(PY) tools/make_notebooks.py
+	$(PY) tools/make_notebooks.py $(LANG_FLAG)
 
 # EXERCISES="ex-masks-causal ex-masks-padding" assigns some exercises of one chapter;
 # POINTS="ex-masks-causal=4" weights them (default: one point per check); see instructors.md
 assignments: $(STAMP)
-	$(PY) tools/make_assignments.py $(CHAPTERS) --exercises "$(EXERCISES)" --points "$(POINTS)"
+	$(PY) tools/make_assignments.py $(CHAPTERS) --exercises "$(EXERCISES)" --points "$(POINTS)" $(LANG_FLAG)
 
 # Writes SUBMISSIONS/gradebook.csv and SUBMISSIONS/feedback/<student>.md; TIMEOUT is per notebook,
 # QUESTION_TIMEOUT per cell or question (defaults: those given to make assignments, 120 and 30 s);

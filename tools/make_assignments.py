@@ -28,6 +28,12 @@ student's code cannot reach (``tools/grade.py`` reads the same configuration).
 
     python tools/make_assignments.py [NN ...]        (no argument: every chapter)
     python tools/make_assignments.py 03 --exercises "ex-masks-causal ex-masks-padding" --points "ex-masks-causal=4"
+    python tools/make_assignments.py 01 --lang zh_CN     (into assignments/zh_CN/ex01_qkv/)
+
+``--lang zh_CN`` gives the student a Chinese notebook: the pages' markdown is translated through
+their catalogs in locale/zh_CN before it is split into questions (tools/translate_markdown.py,
+as ``make notebooks`` does), and a first cell sets attnlab's messages to Chinese. Code, checks and
+the autograder's tests are those of the English assignment.
 """
 from __future__ import annotations
 
@@ -45,7 +51,8 @@ import jupytext
 import nbformat
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from make_notebooks import jupyter_markdown  # noqa: E402
+from make_notebooks import jupyter_markdown, language_cell, words  # noqa: E402
+from translate_markdown import LANGUAGES, page_catalog, translate_markdown  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 OTTER = pathlib.Path(sys.executable).with_name("otter")
@@ -58,6 +65,14 @@ AUTOGRADER_PACKAGES = ["numpy", "sympy", "torch", "matplotlib", "ipywidgets"]   
 # A folder named requirements.wheels holding the wheel, and a copy of itself, puts the wheel at
 # ./requirements.wheels/ in both layouts.
 WHEELS = "requirements.wheels"
+# What this script writes into a student notebook itself, per language.
+ASSIGNMENT_WORDS = {"en": {"written": "*Written question, graded by hand.*", "see": "(see the solution page)"},
+                    "zh_CN": {"written": "*书面题，人工评分。*", "see": "（见解答页）"}}
+# What otter assign writes into the student notebook, in the other languages.
+OTTER_WORDS = {"zh_CN": {
+    "_Type your answer here, replacing this text._": "_在这里写下你的答案，替换这段文字。_",
+    "To double-check your work, the cell below will rerun all of the autograder tests.":
+        "想再检查一遍？下面的单元格会重新运行全部自动评分测试。"}}
 
 _START = re.compile(r":::\{(exercise|solution)-start\}[ \t]*(.*)\n((?::[\w-]+:.*\n)*):::[ \t]*(?:\n|$)")
 _END = re.compile(r":::\{(exercise|solution)-end\}[ \t]*\n:::[ \t]*(?:\n|$)")
@@ -70,14 +85,18 @@ def _label(options: str) -> str:
     return match.group(1) if match else ""
 
 
-def _events(path: pathlib.Path):
-    """Flatten a MyST notebook into markdown, code and exercise/solution marker events."""
+def _events(path: pathlib.Path, lang: str = "en"):
+    """Flatten a MyST notebook into markdown, code and exercise/solution marker events.
+
+    For ``lang`` other than "en", each markdown cell is translated through the page's catalog first.
+    """
+    catalog = page_catalog(path, lang) if lang != "en" else {}
     nb = jupytext.read(path, fmt="md:myst")
     for cell in nb.cells:
         if cell.cell_type == "code":
             yield ("code", cell.source)
             continue
-        text = cell.source
+        text = translate_markdown(cell.source, catalog)
         while text:
             found = [(m.start(), kind, m) for kind, rx in (("start", _START), ("end", _END), ("plain", _PLAIN))
                      if (m := rx.search(text))]
@@ -96,10 +115,10 @@ def _events(path: pathlib.Path):
             text = text[m.end():]
 
 
-def parse(path: pathlib.Path):
+def parse(path: pathlib.Path, lang: str = "en"):
     """(intro parts, {label: block}) where a block is {"title"/"target", "parts": [(kind, text), ...]}."""
     intro, blocks, order, current = [], {}, [], None
-    for event in _events(path):
+    for event in _events(path, lang):
         if event[0] == "start":
             _, kind, arg, label = event
             key = label if kind == "exercise" else arg
@@ -190,15 +209,16 @@ def test_cell(label: str, index: int, check: str) -> str:
 
 def master_notebook(exercise_page: pathlib.Path, solution_page: pathlib.Path, chosen=None, points=None,
                     timeout: float = 120, question_timeout: float = 30,
-                    wheel: str = "attnlab-0.1.0-py3-none-any.whl") -> nbformat.NotebookNode:
+                    wheel: str = "attnlab-0.1.0-py3-none-any.whl", lang: str = "en") -> nbformat.NotebookNode:
     """otter's master notebook for one chapter.
 
     ``chosen``: the exercise labels to assign (default: all); ``points``: {label: points}
-    (default: one point per check of an autograded exercise, one point for a written one).
+    (default: one point per check of an autograded exercise, one point for a written one);
+    ``lang``: the language of the markdown ("en", or "zh_CN" from the pages' catalogs).
     """
-    name = exercise_page.stem
-    intro, exercises = parse(exercise_page)
-    _, solutions = parse(solution_page)
+    name, w = exercise_page.stem, words(lang)
+    intro, exercises = parse(exercise_page, lang)
+    _, solutions = parse(solution_page, lang)
     points = dict(points or {})
     unknown = sorted(set(chosen or []) - set(exercises)) + sorted(set(points) - set(exercises))
     if unknown:
@@ -207,17 +227,17 @@ def master_notebook(exercise_page: pathlib.Path, solution_page: pathlib.Path, ch
     cells, questions, written = [], [], []
     for kind, text in intro:
         if kind == "md":
-            cells.append(nbformat.v4.new_markdown_cell(jupyter_markdown(text).rstrip()))
+            cells.append(nbformat.v4.new_markdown_cell(jupyter_markdown(text, lang=lang).rstrip()))
         else:
             cells.append(nbformat.v4.new_code_cell(text))
     for label, block in exercises.items():
         if chosen and label not in chosen:
             continue
         title = block["arg"] or label
-        statement, prompts, checks = [f"### Exercise: {title}"], [], []
+        statement, prompts, checks = [w["heading"].format(kind=w["exercise"], title=title)], [], []
         for kind, text in block["parts"]:
             if kind == "md":
-                statement.append(jupyter_markdown(text).rstrip())
+                statement.append(jupyter_markdown(text, lang=lang).rstrip())
             else:
                 code, found = split_checks(text)
                 if code:
@@ -228,7 +248,7 @@ def master_notebook(exercise_page: pathlib.Path, solution_page: pathlib.Path, ch
         if solution is None:
             raise SystemExit(f"{solution_page}: no solution block for exercise {label!r}")
         if not checks:
-            cells += written_question(label, statement_md, prompts, solution, points.get(label, 1))
+            cells += written_question(label, statement_md, prompts, solution, points.get(label, 1), lang)
             written.append(label)
             continue
         code = [solution_code(text) for kind, text in solution["parts"] if kind == "code"]
@@ -249,19 +269,23 @@ def master_notebook(exercise_page: pathlib.Path, solution_page: pathlib.Path, ch
         cells += [nbformat.v4.new_code_cell(test_cell(label, i + 1, check)) for i, check in enumerate(checks)]
         cells.append(_raw("# END TESTS"))
         cells.append(_raw("# END QUESTION"))
+    if lang != "en":
+        cells.insert(0, language_cell(lang))
     cells.insert(0, _raw(_config_cell(name, questions, written, timeout, question_timeout, wheel)))
     nb = nbformat.v4.new_notebook(cells=cells)
     nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
     return nb
 
 
-def written_question(label: str, statement_md: str, prompts: list[str], solution: dict, worth: float) -> list:
+def written_question(label: str, statement_md: str, prompts: list[str], solution: dict, worth: float,
+                     lang: str = "en") -> list:
     """A manual otter question: the answer cell is exported for grading by hand (``otter export``)."""
-    answer = "\n\n".join(jupyter_markdown(text).rstrip() for kind, text in solution["parts"] if kind == "md")
+    said = ASSIGNMENT_WORDS[lang]
+    answer = "\n\n".join(jupyter_markdown(text, lang=lang).rstrip() for kind, text in solution["parts"] if kind == "md")
     cells = [_raw(f"# BEGIN QUESTION\nname: {label}\nmanual: true\npoints: {worth}"),
-             nbformat.v4.new_markdown_cell(statement_md + "\n\n*Written question, graded by hand.*")]
+             nbformat.v4.new_markdown_cell(statement_md + "\n\n" + said["written"])]
     cells += [nbformat.v4.new_code_cell(p) for p in prompts]
-    cells += [_raw("# BEGIN SOLUTION"), nbformat.v4.new_markdown_cell(answer.strip() or "(see the solution page)"),
+    cells += [_raw("# BEGIN SOLUTION"), nbformat.v4.new_markdown_cell(answer.strip() or said["see"]),
               _raw("# END SOLUTION"), _raw("# END QUESTION")]
     return cells
 
@@ -287,8 +311,8 @@ def build_wheel(out: pathlib.Path) -> pathlib.Path:
 
 
 def make_assignment(chapter: str, out: pathlib.Path, run_tests: bool = True, chosen=None, points=None,
-                    timeout: float = 120, question_timeout: float = 30, wheel: pathlib.Path | None = None
-                    ) -> pathlib.Path:
+                    timeout: float = 120, question_timeout: float = 30, wheel: pathlib.Path | None = None,
+                    lang: str = "en") -> pathlib.Path:
     exercise, solution = pages_for(chapter)
     target = out / exercise.stem
     if target.exists():
@@ -296,13 +320,13 @@ def make_assignment(chapter: str, out: pathlib.Path, run_tests: bool = True, cho
     (target / "master").mkdir(parents=True)
     wheel = wheel or build_wheel(out / ".wheel")
     master = target / "master" / f"{exercise.stem}.ipynb"
-    nbformat.write(master_notebook(exercise, solution, chosen, points, timeout, question_timeout, wheel.name),
+    nbformat.write(master_notebook(exercise, solution, chosen, points, timeout, question_timeout, wheel.name, lang),
                    master)
     command = [str(OTTER), "assign", str(master), str(target)] + ([] if run_tests else ["--no-run-tests"])
     done = subprocess.run(command, cwd=target / "master", capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"otter assign failed for {exercise.name}:\n{done.stdout}\n{done.stderr}")
-    _drop_empty_cells(target / "student" / f"{exercise.stem}.ipynb")
+    _tidy_student_notebook(target / "student" / f"{exercise.stem}.ipynb", lang)
     for autograder in (target / "autograder").glob("*-autograder_*.zip"):
         with zipfile.ZipFile(autograder, "a") as zf:
             for folder in (WHEELS, f"{WHEELS}/{WHEELS}"):
@@ -311,10 +335,15 @@ def make_assignment(chapter: str, out: pathlib.Path, run_tests: bool = True, cho
     return target
 
 
-def _drop_empty_cells(path: pathlib.Path) -> None:
-    """otter leaves an empty answer cell where each solution cell was; drop those."""
+def _tidy_student_notebook(path: pathlib.Path, lang: str = "en") -> None:
+    """otter leaves an empty answer cell where each solution cell was; drop those. In a language
+    other than English, otter's own sentences are translated too."""
     nb = nbformat.read(path, as_version=4)
     nb.cells = [c for c in nb.cells if c.cell_type != "code" or c.source.strip()]
+    for cell in nb.cells:
+        for english, translated in OTTER_WORDS.get(lang, {}).items():
+            if cell.cell_type == "markdown":
+                cell.source = cell.source.replace(english, translated)
     nbformat.write(nb, path)
 
 
@@ -335,7 +364,9 @@ def parse_points(text: str) -> dict[str, float]:
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("chapters", nargs="*", help="two-digit chapter numbers (default: all)")
-    parser.add_argument("--out", default=str(ROOT / "assignments"))
+    parser.add_argument("--out", help="output folder (default: assignments/, assignments/zh_CN/ for --lang zh_CN)")
+    parser.add_argument("--lang", default="en", choices=["en", *LANGUAGES],
+                        help="language of the student notebook (default: en; zh_CN from locale/zh_CN)")
     parser.add_argument("--no-run-tests", action="store_true", help="skip otter's check of the solutions")
     parser.add_argument("--exercises", default="", help="labels of the exercises to assign (default: all)")
     parser.add_argument("--points", default="", help='points per exercise: "ex-masks-causal=4 ex-masks-padding=2"')
@@ -346,10 +377,10 @@ def main(argv=None):
     chosen, points = args.exercises.split() or None, parse_points(args.points)
     if (chosen or points) and len(chapters) != 1:
         raise SystemExit("EXERCISES and POINTS name one chapter's exercises: give exactly one chapter")
-    out = pathlib.Path(args.out)
+    out = pathlib.Path(args.out or ROOT / "assignments" / ("" if args.lang == "en" else args.lang))
     wheel = build_wheel(out / ".wheel")
     return [make_assignment(c.zfill(2), out, not args.no_run_tests, chosen, points, args.timeout,
-                            args.question_timeout, wheel) for c in chapters]
+                            args.question_timeout, wheel, args.lang) for c in chapters]
 
 
 if __name__ == "__main__":

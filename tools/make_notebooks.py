@@ -6,43 +6,85 @@ their text, labels are dropped, exercise boxes become headings, dropdowns become
 numbered equations become $$ blocks. Code cells are unchanged. Solutions are not written unless
 ``--solutions`` is given (for instructors).
 
-    python tools/make_notebooks.py [--solutions] [--out notebooks]
+``--lang zh_CN`` writes the Chinese notebooks into notebooks/zh_CN/: each markdown cell is first
+translated through the page's catalog in locale/zh_CN (tools/translate_markdown.py, as the Chinese
+edition is), then converted the same way, with Chinese words for what the conversion writes itself
+(第 1 章, 练习, 证明 ...). A first code cell sets attnlab's messages to Chinese; the other code cells
+are those of the English notebook.
+
+    python tools/make_notebooks.py [--solutions] [--lang zh_CN] [--out notebooks]
 """
 from __future__ import annotations
 
 import argparse
+import functools
 import pathlib
 import re
+import sys
 
 import jupytext
 import nbformat
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from translate_markdown import LANGUAGES, page_catalog, translate_markdown  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 CHAPTER_NAMES = {
     "ch-qkv": "chapter 1", "ch-scaling": "chapter 2", "ch-masks": "chapter 3", "ch-worked": "chapter 4",
     "ch-backprop": "chapter 5", "ch-multihead": "chapter 6", "ch-cost": "chapter 7",
-    "ch-structure": "chapter 8", "ch-pretrained": "chapter 9", "notation": "the notation page",
-    "glossary": "the glossary",
+    "ch-structure": "chapter 8", "ch-pretrained": "chapter 9", "ch-kvcache": "chapter 10",
+    "notation": "the notation page", "glossary": "the glossary",
 }
+_TITLES = {"prf:lemma": "Lemma", "prf:proposition": "Proposition", "prf:theorem": "Theorem",
+           "prf:definition": "Definition", "prf:corollary": "Corollary", "prf:example": "Example",
+           "prf:algorithm": "Algorithm", "note": "Note", "tip": "Tip", "warning": "Warning",
+           "important": "Important", "admonition": "", "hint": "Hint", "caution": "Caution"}
+# What the conversion writes itself, per language (the page's own text comes from its catalog).
+WORDS = {
+    "en": {"chapters": CHAPTER_NAMES, "titles": _TITLES, "exercises of": "the exercises of {}",
+           "equation": "(the equation above)", "figure": "the figure", "exercise": "Exercise",
+           "solution": "Solution", "heading": "### {kind}: {title}", "proof": "*Proof.*",
+           "box": "**{title} ({arg}).**", "stop": ".", "worked solutions": r"Worked solutions:\s*\{ref\}`[^`]+`\.?"},
+    "zh_CN": {"chapters": {**{f"ch-{k}": f"第 {i} 章" for i, k in enumerate(
+                  ["qkv", "scaling", "masks", "worked", "backprop", "multihead", "cost", "structure",
+                   "pretrained", "kvcache"], start=1)}, "notation": "记号与约定", "glossary": "术语表"},
+              "titles": {"prf:lemma": "引理", "prf:proposition": "命题", "prf:theorem": "定理",
+                         "prf:definition": "定义", "prf:corollary": "推论", "prf:example": "例",
+                         "prf:algorithm": "算法", "note": "注", "tip": "提示", "warning": "警告",
+                         "important": "重要", "admonition": "", "hint": "提示", "caution": "注意"},
+              "exercises of": "{}的练习", "equation": "（上面的公式）", "figure": "该图", "exercise": "练习",
+              "solution": "解答", "heading": "### {kind}：{title}", "proof": "*证明：*",
+              "box": "**{title}（{arg}）**", "stop": "",
+              "worked solutions": r"(?:详细解答|完整解答|解答详见)[：:]?\s*\{ref\}`[^`]+`。?"},
+}
+# attnlab.i18n.set_language (the package does not export it at the top level)
+SET_LANGUAGE = 'from attnlab.i18n import set_language\n\nset_language("{lang}")   # attnlab\'s messages'
 
 
-def _role(match: re.Match) -> str:
+def words(lang: str) -> dict:
+    if lang not in WORDS:
+        raise ValueError(f"no notebooks in language {lang!r}; choose one of {', '.join(WORDS)}")
+    return WORDS[lang]
+
+
+def _role(match: re.Match, w: dict) -> str:
     role, body = match.group(1), match.group(2)
     titled = re.fullmatch(r"(.*?)\s*<([^>]+)>", body, flags=re.S)
     if titled:
         return titled.group(1)
+    names = w["chapters"]
     if role in ("ref", "doc"):
         label = body.strip("/").split("/")[-1]
-        if label in CHAPTER_NAMES:
-            return CHAPTER_NAMES[label]
-        if label.startswith("ex-") and "ch-" + label[3:] in CHAPTER_NAMES:
-            return "the exercises of " + CHAPTER_NAMES["ch-" + label[3:]]
+        if label in names:
+            return names[label]
+        if label.startswith("ex-") and "ch-" + label[3:] in names:
+            return w["exercises of"].format(names["ch-" + label[3:]])
         return label
     if role == "eq":
-        return "(the equation above)"
+        return w["equation"]
     if role == "numref":
-        return "the figure"
+        return w["figure"]
     if role.startswith("glue"):
         return f"`{body.split(':')[0]}`"
     return body
@@ -51,11 +93,6 @@ def _role(match: re.Match) -> str:
 _DIRECTIVE = re.compile(
     r"^(?P<indent>[ \t]*)(?P<fence>:{3,}|`{3,})\{(?P<name>[\w:-]+)\}[ \t]*(?P<arg>.*)\n"
     r"(?P<opts>(?:[ \t]*:[\w-]+:.*\n)*)(?P<body>(?:.|\n)*?)^(?P=indent)(?P=fence)[ \t]*$", re.M)
-
-_TITLES = {"prf:lemma": "Lemma", "prf:proposition": "Proposition", "prf:theorem": "Theorem",
-           "prf:definition": "Definition", "prf:corollary": "Corollary", "prf:example": "Example",
-           "prf:algorithm": "Algorithm", "note": "Note", "tip": "Tip", "warning": "Warning",
-           "important": "Important", "admonition": "", "hint": "Hint", "caution": "Caution"}
 
 
 def _source_of(path: pathlib.Path, pyobject: str | None) -> str:
@@ -69,77 +106,94 @@ def _source_of(path: pathlib.Path, pyobject: str | None) -> str:
     return text
 
 
-def _directive(match: re.Match, base: pathlib.Path | None) -> str:
+def _directive(match: re.Match, base: pathlib.Path | None, w: dict) -> str:
     indent, name, arg = match.group("indent"), match.group("name"), match.group("arg").strip()
     opts = dict(re.findall(r":([\w-]+):[ \t]*(.*)", match.group("opts")))
     body = match.group("body").rstrip()
     if name in ("exercise", "solution"):
-        return f"{indent}### {name.capitalize()}: {arg}\n\n{body}\n"
+        return f"{indent}{w['heading'].format(kind=w[name], title=arg)}\n\n{body}\n"
     if name == "dropdown":
         return f"{indent}<details><summary>{arg}</summary>\n\n{body}\n\n{indent}</details>"
     if name == "math":
         return f"{indent}$$\n{body.strip()}\n{indent}$$"
     if name == "prf:proof":
-        return f"{indent}*Proof.* {body.strip()} $\\square$"
+        return f"{indent}{w['proof']} {body.strip()} $\\square$"
     if name == "literalinclude":
         path = (base / arg) if base is not None else None
         code = _source_of(path, opts.get("pyobject")) if path is not None and path.exists() else f"# {arg}"
         return f"{indent}```python\n{code}\n{indent}```"
     if name in ("code-block", "code"):
         return f"{indent}```{arg}\n{body}\n{indent}```"
-    title = _TITLES.get(name, name.split(":")[-1].capitalize())
-    head = f"**{title}{' (' + arg + ')' if arg and title else arg}.**"
+    title = w["titles"].get(name, name.split(":")[-1].capitalize())
+    head = w["box"].format(title=title, arg=arg) if arg and title else f"**{title or arg}{w['stop']}**"
     return f"{indent}{head} {body.strip()}"
 
 
-def jupyter_markdown(text: str, keep_solution_links: bool = False, base: pathlib.Path | None = None) -> str:
+def jupyter_markdown(text: str, keep_solution_links: bool = False, base: pathlib.Path | None = None,
+                     lang: str = "en") -> str:
     """Translate the MyST of one markdown cell into what plain Jupyter renders.
 
-    ``base`` is the page's folder, used to resolve ``literalinclude`` paths.
+    ``base`` is the page's folder, used to resolve ``literalinclude`` paths; ``lang`` the
+    language of the words the conversion writes itself (the text is translated before, if at all).
     """
+    w = words(lang)
     if not keep_solution_links:
         text = re.sub(r"^\{ref\}`[^`]*<sol-[^>]+>`\s*$\n?", "", text, flags=re.M)
-        text = re.sub(r"Worked solutions: \{ref\}`[^`]+`\.?", "", text)
+        text = re.sub(w["worked solutions"], "", text)
     text = re.sub(r"^\(([\w-]+)\)=\s*$\n?", "", text, flags=re.M)                       # targets
     text = re.sub(r":::\{(exercise|solution)-start\}\s*(.*)\n(?::[\w-]+:.*\n)*:::\s*",
-                  lambda m: f"### {m.group(1).capitalize()}: {m.group(2)}\n\n" if m.group(2) else "", text)
+                  lambda m: w["heading"].format(kind=w[m.group(1)], title=m.group(2)) + "\n\n" if m.group(2) else "",
+                  text)
     text = re.sub(r":::\{(exercise|solution)-end\}\s*\n:::\s*\n?", "", text)
     for _ in range(5):                                       # nested directives, outermost first
-        text, n = _DIRECTIVE.subn(lambda m: _directive(m, base), text)
+        text, n = _DIRECTIVE.subn(lambda m: _directive(m, base, w), text)
         if not n:
             break
-    text = re.sub(r"\{([\w:-]+)\}`([^`]+)`", _role, text)
+    text = re.sub(r"\{([\w:-]+)\}`([^`]+)`", functools.partial(_role, w=w), text)
     return text.strip() + "\n"
 
 
-def to_notebook(path: pathlib.Path, keep_solution_links: bool = False) -> nbformat.NotebookNode:
+def to_notebook(path: pathlib.Path, keep_solution_links: bool = False, lang: str = "en") -> nbformat.NotebookNode:
+    """The page as a plain Jupyter notebook; for ``lang`` "zh_CN" its prose from the page's catalog."""
+    words(lang)
+    catalog = page_catalog(path, lang) if lang != "en" else {}
     nb = jupytext.read(path, fmt="md:myst")
     cells = []
     for cell in nb.cells:
         if cell.cell_type == "markdown":
-            cell.source = jupyter_markdown(cell.source, keep_solution_links, path.parent).rstrip("\n")
+            source = translate_markdown(cell.source, catalog)
+            cell.source = jupyter_markdown(source, keep_solution_links, path.parent, lang).rstrip("\n")
             if not cell.source.strip():
                 continue
         cells.append(cell)
+    if lang != "en":
+        cells.insert(0, language_cell(lang))
     nb.cells = cells
     nb.metadata.pop("jupytext", None)
     nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
     return nb
 
 
+def language_cell(lang: str) -> nbformat.NotebookNode:
+    """The first cell of a translated notebook: attnlab's messages in the notebook's language."""
+    return nbformat.v4.new_code_cell(SET_LANGUAGE.format(lang=lang))
+
+
 def main(argv=None) -> list[pathlib.Path]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=str(ROOT / "notebooks"), help="output folder (default: notebooks/)")
+    parser.add_argument("--out", help="output folder (default: notebooks/, notebooks/zh_CN/ for --lang zh_CN)")
     parser.add_argument("--solutions", action="store_true", help="also write the solution pages (instructors)")
+    parser.add_argument("--lang", default="en", choices=["en", *LANGUAGES],
+                        help="language of the markdown cells (default: en; zh_CN from locale/zh_CN)")
     args = parser.parse_args(argv)
-    out = pathlib.Path(args.out)
+    out = pathlib.Path(args.out or ROOT / "notebooks" / ("" if args.lang == "en" else args.lang))
     folders = ["chapters", "exercises"] + (["solutions"] if args.solutions else [])
     written = []
     for folder in folders:
         for page in sorted((ROOT / folder).glob("*.md")):
             target = out / folder / (page.stem + ".ipynb")
             target.parent.mkdir(parents=True, exist_ok=True)
-            nbformat.write(to_notebook(page, keep_solution_links=False), target)
+            nbformat.write(to_notebook(page, keep_solution_links=False, lang=args.lang), target)
             written.append(target)
     print(f"wrote {len(written)} notebooks under {out}")
     return written
