@@ -73,8 +73,13 @@ def zh_latex(config: dict, sphinx: dict) -> None:
     captions = {"contentsname": "目录", "figurename": "图", "tablename": "表", "bibname": "参考文献",
                 "indexname": "索引", "partname": "部分"}
     renames = "".join(f"\\renewcommand{{\\{name}}}{{{text}}}" for name, text in captions.items())
+    # after babel has set its English captions at \begin{document}
     elements["preamble"] = ("\\newcommand\\attnNumberedPart{章节}\n" + elements.get("preamble", "")
-                            + f"\n\\addto\\captionsenglish{{{renames}}}\n" + ZH_CHAPTER_HEAD)
+                            + f"\n\\AtBeginDocument{{{renames}}}\n" + ZH_CHAPTER_HEAD)
+    # makeindex splits UTF-8 characters (its letter headings of Chinese terms are invalid bytes),
+    # and an index of English-sorted Chinese terms would not help: the Chinese PDF has none
+    elements["makeindex"] = ""
+    elements["printindex"] = ""
 
 
 def translated_toc(toc: dict, catalog: Path) -> dict:
