@@ -3,12 +3,20 @@
 Every chapter draws with these helpers so the figures look alike. Call :func:`book_style`
 once per page: it sets matplotlib's rcParams and, in a Jupyter kernel, the PNG formatter of
 figures, which makes every text of a figure legible in the book (see :func:`make_legible`).
+In Chinese (``attnlab.i18n.set_language("zh_CN")`` or ``ATTNLAB_LANG=zh_CN``) it also adds a CJK
+font to the fonts matplotlib falls back on, so the labels drawn here (translated when a figure is
+drawn) show as characters.
 """
 from __future__ import annotations
+
+import warnings
+from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.text import Text
+
+from .i18n import N_, _, get_language
 
 ALLOWED_COLOR = "#2b6cb0"
 FORBIDDEN_COLOR = "#edf2f7"
@@ -19,14 +27,75 @@ PNG_TEXT_KEY = "attnlab:min-text-px"   # PNG tEXt entry: smallest text, in pixel
 _PAD_INCHES = 0.1        # matplotlib's pad around a bbox_inches="tight" figure
 
 
+# Fonts with the characters of Simplified Chinese, best first (the book's machines install fonts-noto-cjk),
+# and the files they come in, for a matplotlib font cache written before the font was installed.
+CJK_FAMILIES = ("Noto Sans CJK SC", "Source Han Sans SC", "Noto Sans SC", "WenQuanYi Zen Hei",
+                "WenQuanYi Micro Hei", "Microsoft YaHei", "SimHei", "PingFang SC", "Heiti SC")
+CJK_FILES = ("NotoSansCJK-Regular.ttc", "NotoSansCJKsc-Regular.otf", "NotoSansSC-Regular.otf",
+             "SourceHanSansSC-Regular.otf", "wqy-zenhei.ttc", "wqy-microhei.ttc")
+NO_CJK_FONT = N_("attnlab: no CJK font found for matplotlib (looked for {families}); Chinese labels in figures "
+               "will show as boxes. Install one, e.g. `apt-get install fonts-noto-cjk` (Noto Sans CJK SC), "
+               "then restart the kernel.")
+_warned_no_cjk = False
+
+
+def _known_families() -> set[str]:
+    from matplotlib import font_manager
+    return {f.name for f in font_manager.fontManager.ttflist}
+
+
+def find_cjk_font() -> str | None:
+    """The family name of an installed CJK font matplotlib can draw with (see CJK_FAMILIES), or None.
+
+    A font installed after matplotlib wrote its font cache is not in that cache: its file is looked
+    for among the system's fonts and added to matplotlib's font list.
+    """
+    known = _known_families()
+    found = next((name for name in CJK_FAMILIES if name in known), None)
+    if found is not None:
+        return found
+    from matplotlib import font_manager
+    for path in font_manager.findSystemFonts():
+        if Path(path).name in CJK_FILES:
+            try:
+                font_manager.fontManager.addfont(path)
+            except (OSError, RuntimeError, ValueError):       # an unreadable file: try the next one
+                continue
+    known = _known_families()
+    return next((name for name in CJK_FAMILIES if name in known), None)
+
+
+def _use_cjk_font() -> None:
+    """zh_CN: a CJK font right after the primary family (matplotlib falls back to it for the characters
+    the primary font lacks, so Latin text and numbers keep their look); otherwise: none of ours."""
+    families = plt.rcParams["font.family"]
+    families = [families] if isinstance(families, str) else list(families)
+    families = [f for f in families if f not in CJK_FAMILIES] or ["sans-serif"]
+    if get_language() == "zh_CN":
+        font = find_cjk_font()
+        if font is not None:
+            families = [families[0], font, *families[1:]]
+        else:
+            global _warned_no_cjk
+            if not _warned_no_cjk:
+                _warned_no_cjk = True
+                warnings.warn(_(NO_CJK_FONT).format(families=", ".join(CJK_FAMILIES[:3])), stacklevel=3)
+    plt.rcParams["font.family"] = families
+
+
 def book_style() -> None:
-    """Consistent figure size, resolution and fonts across chapters; legible PNGs in a kernel."""
+    """Consistent figure size, resolution and fonts across chapters; legible PNGs in a kernel.
+
+    In Chinese, a CJK font is added to the fonts matplotlib falls back on; where none is installed,
+    one warning (per session) names the package to install, and figures show boxes for the characters.
+    """
     plt.rcParams.update({
         "figure.figsize": (6.0, 3.6), "figure.dpi": FIGURE_DPI, "savefig.dpi": FIGURE_DPI,
         "font.size": 11, "axes.titlesize": 12, "axes.labelsize": 11, "xtick.labelsize": 10,
         "ytick.labelsize": 10, "legend.fontsize": 10, "figure.titlesize": 12,
         "axes.spines.top": False, "axes.spines.right": False, "figure.constrained_layout.use": True,
     })
+    _use_cjk_font()
     _install_png_formatter()
 
 
@@ -51,7 +120,7 @@ def make_legible(fig, min_px: float = MIN_TEXT_PX) -> float:
     layout is redone and checked again, as bigger labels widen the figure. Returns the
     smallest text size in pixels of the PNG (what :data:`PNG_TEXT_KEY` records).
     """
-    for _ in range(4):
+    for _attempt in range(4):
         floor_pt = min_px * 1.03 * 72 / (fig.dpi * _shown_scale(fig))   # 3 % spare for rounding
         small = [t for t in _visible_texts(fig) if t.get_fontsize() < floor_pt - 1e-6]
         if not small:
@@ -104,8 +173,10 @@ def _label_axes(ax, rows, cols, row_labels, col_labels, xlabel, ylabel, title):
 
 
 def heatmap(ax, matrix, row_labels=None, col_labels=None, title=None, annotate=True, fmt="{:.2f}",
-            cmap="viridis", vmin=None, vmax=None, xlabel="key j", ylabel="query i", colorbar=None):
+            cmap="viridis", vmin=None, vmax=None, xlabel=None, ylabel=None, colorbar=None):
     """Draw a matrix (e.g. attention weights, rows = queries) with optional numbers in the cells.
+
+    The axis labels default to "key j" and "query i" (in the current language); pass "" for none.
 
     A heatmap whose cells carry no numbers gets a colour bar (``colorbar=None`` means: when
     not annotated). Heatmaps of one figure with the same explicit scale (cmap, vmin, vmax)
@@ -114,6 +185,8 @@ def heatmap(ax, matrix, row_labels=None, col_labels=None, title=None, annotate=T
     m = np.asarray(matrix, dtype=float)
     im = ax.imshow(m, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
     rows, cols = m.shape
+    xlabel = _("key j") if xlabel is None else xlabel
+    ylabel = _("query i") if ylabel is None else ylabel
     _label_axes(ax, rows, cols, row_labels, col_labels, xlabel, ylabel, title)
     annotated = annotate and rows * cols <= 100
     if annotated:
@@ -144,9 +217,13 @@ def _colorbar(ax, im, shared) -> None:
         bars[shared] = (axes, bar)
 
 
-def mask_grid(ax, allowed, title=None, row_labels=None, col_labels=None, xlabel="key position j",
-              ylabel="query position i"):
-    """Draw a boolean allowed mask as a grid: filled = may read, pale = forbidden."""
+def mask_grid(ax, allowed, title=None, row_labels=None, col_labels=None, xlabel=None, ylabel=None):
+    """Draw a boolean allowed mask as a grid: filled = may read, pale = forbidden.
+
+    The axis labels default to "key position j" and "query position i" (in the current language).
+    """
+    xlabel = _("key position j") if xlabel is None else xlabel
+    ylabel = _("query position i") if ylabel is None else ylabel
     a = np.asarray(allowed, dtype=bool)
     rows, cols = a.shape
     ax.imshow(np.where(a, 1.0, 0.0), cmap=plt.matplotlib.colors.ListedColormap([FORBIDDEN_COLOR, ALLOWED_COLOR]),
@@ -190,15 +267,17 @@ def convex_picture(ax, values, weights, allowed=None, labels=None, title=None):
     ok = np.ones(len(v), dtype=bool) if allowed is None else np.asarray(allowed, dtype=bool)
     hull = _hull(v[ok])
     if len(hull) >= 3:
-        ax.fill(hull[:, 0], hull[:, 1], color=ALLOWED_COLOR, alpha=0.12, label="convex hull of allowed values")
+        ax.fill(hull[:, 0], hull[:, 1], color=ALLOWED_COLOR, alpha=0.12, label=_("convex hull of allowed values"))
         ax.plot(np.r_[hull[:, 0], hull[0, 0]], np.r_[hull[:, 1], hull[0, 1]], color=ALLOWED_COLOR, lw=1)
     elif len(hull) == 2:
-        ax.plot(hull[:, 0], hull[:, 1], color=ALLOWED_COLOR, lw=2, alpha=0.5, label="hull of allowed values")
-    ax.scatter(v[ok, 0], v[ok, 1], s=40 + 400 * w[ok], color=ALLOWED_COLOR, zorder=3, label="values (size = weight)")
+        ax.plot(hull[:, 0], hull[:, 1], color=ALLOWED_COLOR, lw=2, alpha=0.5, label=_("hull of allowed values"))
+    ax.scatter(v[ok, 0], v[ok, 1], s=40 + 400 * w[ok], color=ALLOWED_COLOR, zorder=3,
+               label=_("values (size = weight)"))
     if (~ok).any():
-        ax.scatter(v[~ok, 0], v[~ok, 1], s=60, facecolors="none", edgecolors="gray", zorder=3, label="forbidden values")
+        ax.scatter(v[~ok, 0], v[~ok, 1], s=60, facecolors="none", edgecolors="gray", zorder=3,
+                   label=_("forbidden values"))
     out = w @ v
-    ax.scatter([out[0]], [out[1]], marker="*", s=220, color="#c53030", zorder=4, label="output")
+    ax.scatter([out[0]], [out[1]], marker="*", s=220, color="#c53030", zorder=4, label=_("output"))
     for j, p in enumerate(v):
         ax.annotate(labels[j] if labels is not None else f"$v_{{{j + 1}}}$", p, textcoords="offset points",
                     xytext=(6, 6))

@@ -16,13 +16,15 @@ from typing import Callable
 
 import ipywidgets as W
 
-LIVE_NOTE = ("Live explorer, computed in Python: the controls respond in Jupyter (<code>make lab</code>, "
+from ..i18n import N_, _
+
+LIVE_NOTE = N_("Live explorer, computed in Python: the controls respond in Jupyter (<code>make lab</code>, "
              "then open this page as a notebook); a static page shows its initial state.")
-OFFLINE_NOTE = ("Precomputed frames: the controls work without a kernel, also in the HTML book. "
+OFFLINE_NOTE = N_("Precomputed frames: the controls work without a kernel, also in the HTML book. "
                 "For every parameter value, run <code>al.widgets.{name}()</code> in Jupyter (<code>make lab</code>).")
 
 
-STATIC_CAPTION = ("*Above: the initial state of `{name}`, a static picture. The interactive version is in the "
+STATIC_CAPTION = N_("*Above: the initial state of `{name}`, a static picture. The interactive version is in the "
                   "HTML book, and live in Jupyter (`make lab`).*")
 _SVG = re.compile(r"<svg\b.*?</svg>", re.DOTALL)
 
@@ -80,10 +82,11 @@ class StaticPicture:
 
     def _repr_mimebundle_(self, **kwargs):
         data = super()._repr_mimebundle_(**kwargs)
-        data["text/plain"] = f"{self.name}: an interactive explorer (shown by a Jupyter front end)"
+        data["text/plain"] = _("{name}: an interactive explorer (shown by a Jupyter front end)").format(name=self.name)
+        alt = _("{name}, initial state").format(name=self.name)
         images = [f"```{{image}} data:image/svg+xml;base64,{base64.b64encode(svg.encode()).decode()}\n"
-                  f":alt: {self.name}, initial state\n:align: center\n```" for svg in visible_svgs(self)]
-        data["text/markdown"] = "\n\n".join([*images, STATIC_CAPTION.format(name=self.name)])
+                  f":alt: {alt}\n:align: center\n```" for svg in visible_svgs(self)]
+        data["text/markdown"] = "\n\n".join([*images, _(STATIC_CAPTION).format(name=self.name)])
         return data
 
 
@@ -107,7 +110,7 @@ class Explorer(StaticPicture, W.VBox):
         self.state = None
         self.error: str | None = None
         self.updates = 0
-        super().__init__([*control_rows, self.picture, self.message, self.readout, note(LIVE_NOTE)])
+        super().__init__([*control_rows, self.picture, self.message, self.readout, note(_(LIVE_NOTE))])
         for c in controls.values():
             c.observe(self._changed, names="value")
         self.update()
@@ -164,7 +167,7 @@ class Frames(StaticPicture, W.VBox):
     """
 
     def __init__(self, name: str, children: list[W.Widget], controls: dict[str, W.Widget], states: dict):
-        super().__init__([*children, note(OFFLINE_NOTE.format(name=name))])
+        super().__init__([*children, note(_(OFFLINE_NOTE).format(name=name))])
         self.name = name
         self.controls = controls
         self.states = states

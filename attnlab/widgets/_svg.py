@@ -15,9 +15,13 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..i18n import get_language
 from ..plots import ALLOWED_COLOR, FORBIDDEN_COLOR
 
 FONT = "DejaVu Sans, Helvetica, Arial, sans-serif"
+# Chinese: the same Latin face, then CJK faces the browser (or rsvg-convert, for the PDF) falls back on
+FONT_ZH = ("DejaVu Sans, Helvetica, Arial, 'Noto Sans CJK SC', 'Source Han Sans SC', 'PingFang SC', "
+           "'Microsoft YaHei', sans-serif")
 LEGIBLE_PX = 9        # the smallest text size a reader is shown, as for the book's figures
 GRAY = "#718096"
 RED = "#c53030"
@@ -56,6 +60,7 @@ class Svg:
         self.width, self.height = width, height
         self.parts: list[str] = []
         self.smallest_text = 10.0          # the root's font size; text() lowers it
+        self.font = FONT_ZH if get_language() == "zh_CN" else FONT
 
     @property
     def min_width(self) -> int:
@@ -147,7 +152,7 @@ class Svg:
 
     def __str__(self) -> str:
         return (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {self.width} {self.height}" '
-                f'width="{self.width}" height="{self.height}" font-family="{FONT}" font-size="10" '
+                f'width="{self.width}" height="{self.height}" font-family="{self.font}" font-size="10" '
                 f'text-anchor="middle" dominant-baseline="middle" '
                 f'style="display:block;max-width:100%;min-width:{self.min_width}px;height:auto;background:white">'
                 f'{"".join(self.parts)}</svg>')

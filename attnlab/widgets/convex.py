@@ -6,6 +6,7 @@ import html
 import ipywidgets as W
 import numpy as np
 
+from ..i18n import _
 from . import state as st
 from ._base import Explorer, Frames, frame, product_frames, table
 from ._svg import ALLOWED_COLOR, GRAY, Panel, Svg
@@ -18,7 +19,8 @@ def draw(s: st.ConvexState) -> str:
     """Values, their hull, the query arrow and the output (left, like plots.convex_picture); bars (right)."""
     svg = Svg(720, 320)
     p = Panel(svg, 58, 34, 340, 250, xlim=(-2.6, 2.6), ylim=(-2.0, 2.4), equal=True)
-    title = "no allowed value: error" if s.error else f"output o = Σ a_j v_j   (τ = {s.temperature:g})"
+    title = (_("no allowed value: error") if s.error
+             else _("output o = Σ a_j v_j   (τ = {tau})").format(tau=f"{s.temperature:g}"))
     if len(s.hull) >= 3:
         svg.polygon([(p.X(x), p.Y(y)) for x, y in s.hull], fill=HULL_FILL, stroke=ALLOWED_COLOR, sw=1)
     elif len(s.hull) == 2:
@@ -36,7 +38,7 @@ def draw(s: st.ConvexState) -> str:
                  color="black" if s.allowed[j] else GRAY)
     if s.output is not None:
         svg.star(p.X(s.output[0]), p.Y(s.output[1]), 9)
-    legend = [("hull of allowed values", "hull"), ("values (size = weight)", "dot"), ("output o", "star")]
+    legend = [(_("hull of allowed values"), "hull"), (_("values (size = weight)"), "dot"), (_("output o"), "star")]
     for k, (label, kind) in enumerate(legend):
         lx, ly = p.x + 8, p.y + 10 + 14 * k
         if kind == "hull":
@@ -47,34 +49,38 @@ def draw(s: st.ConvexState) -> str:
             svg.star(lx, ly, 6)
         svg.text(lx + 10, ly, label, size=9, anchor="start")
     b = Panel(svg, 480, 34, 220, 250, xlim=(-0.6, len(s.values) - 0.4), ylim=(0, 1.12))
-    b.axes(title="weights a_j", xticks=[], yticks=[0, 0.2, 0.4, 0.6, 0.8, 1.0])
+    b.axes(title=_("weights a_j"), xticks=[], yticks=[0, 0.2, 0.4, 0.6, 0.8, 1.0])
     for j, w in enumerate(s.weights):
         x0, x1 = b.X(j - 0.38), b.X(j + 0.38)
         if s.allowed[j]:
             svg.rect(x0, b.Y(w), x1 - x0, b.Y(0) - b.Y(w), fill=ALLOWED_COLOR)
             svg.text((x0 + x1) / 2, b.Y(w) - 7, f"{w:.2f}", size=9)
         else:
-            svg.text((x0 + x1) / 2, b.Y(0) - 30, "masked", size=9, rotate=-90, color=GRAY)
+            svg.text((x0 + x1) / 2, b.Y(0) - 30, _("masked"), size=9, rotate=-90, color=GRAY)
         svg.text((x0 + x1) / 2, b.Y(0) + 13, f"v{j + 1}", size=11, italic=True)
     return str(svg)
 
 
 def describe(s: st.ConvexState) -> str:
     if s.error:
-        return f"<div style='color:#c53030'>Every key is masked: {html.escape(s.error)}</div>"
+        return ("<div style='color:#c53030'>" + _("Every key is masked: {error}").format(error=html.escape(s.error))
+                + "</div>")
     d_vertex = float(np.linalg.norm(s.output - s.values[s.argmax]))
     d_centroid = float(np.linalg.norm(s.output - s.centroid))
-    rows = [("key j", [str(j + 1) for j in range(len(s.values))]),
-            ("logit q·k_j/τ", [f"{x:.2f}" if ok else "masked" for x, ok in zip(s.logits, s.allowed)]),
-            ("weight a_j", [f"{w:.3f}" for w in s.weights])]
-    return (f"q = ({s.query[0]:.2f}, {s.query[1]:.2f}); τ = {s.temperature:g} (the same as scaling by "
-            f"1/√d_k with d_k = τ² = {s.equivalent_d_k:g}); keys = values.<br>"
-            + table(rows)
-            + f"output o = ({s.output[0]:.3f}, {s.output[1]:.3f}), inside the hull of the "
-            f"{int(s.allowed.sum())} allowed values; distance to v_{s.argmax + 1} (largest logit, the τ → 0 "
-            f"limit) = {d_vertex:.3f}; to their centroid (the τ → ∞ limit) = {d_centroid:.3f}; "
-            f"entropy of the weights = {s.entropy:.3f} nats (max ln {int(s.allowed.sum())} = "
-            f"{np.log(s.allowed.sum()):.3f}).")
+    masked = _("masked")
+    rows = [(_("key j"), [str(j + 1) for j in range(len(s.values))]),
+            (_("logit q·k_j/τ"), [f"{x:.2f}" if ok else masked for x, ok in zip(s.logits, s.allowed)]),
+            (_("weight a_j"), [f"{w:.3f}" for w in s.weights])]
+    n = int(s.allowed.sum())
+    return (_("q = ({q0}, {q1}); τ = {tau} (the same as scaling by 1/√d_k with d_k = τ² = {d_k}); "
+              "keys = values.").format(q0=f"{s.query[0]:.2f}", q1=f"{s.query[1]:.2f}", tau=f"{s.temperature:g}",
+                                       d_k=f"{s.equivalent_d_k:g}")
+            + "<br>" + table(rows)
+            + _("output o = ({o0}, {o1}), inside the hull of the {n} allowed values; distance to v_{j} (largest "
+                "logit, the τ → 0 limit) = {d_vertex}; to their centroid (the τ → ∞ limit) = {d_centroid}; "
+                "entropy of the weights = {entropy} nats (max ln {n} = {max_entropy}).").format(
+                o0=f"{s.output[0]:.3f}", o1=f"{s.output[1]:.3f}", n=n, j=s.argmax + 1, d_vertex=f"{d_vertex:.3f}",
+                d_centroid=f"{d_centroid:.3f}", entropy=f"{s.entropy:.3f}", max_entropy=f"{np.log(n):.3f}"))
 
 
 def _compute(angle, length, log10_temperature, masked):
@@ -96,12 +102,12 @@ def convex_combination_explorer(offline: bool = False):
         return _offline()
     style = {"description_width": "initial"}
     c = {
-        "angle": W.FloatSlider(value=20, min=-180, max=180, step=5, description="query angle (°)", style=style),
-        "length": W.FloatSlider(value=1.5, min=0.0, max=3.0, step=0.1, description="query length", style=style),
+        "angle": W.FloatSlider(value=20, min=-180, max=180, step=5, description=_("query angle (°)"), style=style),
+        "length": W.FloatSlider(value=1.5, min=0.0, max=3.0, step=0.1, description=_("query length"), style=style),
         "log10_temperature": W.FloatSlider(value=0.0, min=-1.5, max=1.5, step=0.1, readout_format=".1f",
                                            description="log₁₀ τ", style=style),
         "masked": W.SelectMultiple(options=[(f"v{j + 1}", j) for j in range(len(st.CONVEX_VALUES))], value=(),
-                                   description="masked keys", rows=5, style=style, layout=W.Layout(width="160px")),
+                                   description=_("masked keys"), rows=5, style=style, layout=W.Layout(width="160px")),
     }
     rows = [W.HBox([W.VBox([c["angle"], c["length"], c["log10_temperature"]]), c["masked"]])]
     return Explorer("convex_combination_explorer", c, _compute, draw, describe, rows)
@@ -114,11 +120,12 @@ OFFLINE_MASKS = ((), (0,), (0, 1))
 
 def _offline() -> Frames:
     style = {"description_width": "initial"}
-    angle = W.SelectionSlider(options=[f"{a}°" for a in OFFLINE_ANGLES], index=1, description="query angle",
+    angle = W.SelectionSlider(options=[f"{a}°" for a in OFFLINE_ANGLES], index=1, description=_("query angle"),
                               style=style)
-    temp = W.SelectionSlider(options=[f"{t:g}" for t in OFFLINE_TEMPERATURES], index=2, description="temperature τ",
+    temp = W.SelectionSlider(options=[f"{t:g}" for t in OFFLINE_TEMPERATURES], index=2,
+                             description=_("temperature τ"),
                              style=style)
-    mask = W.ToggleButtons(options=["no mask", "mask v1", "mask v1, v2"], index=0, description="",
+    mask = W.ToggleButtons(options=[_("no mask"), _("mask v1"), _("mask v1, v2")], index=0, description="",
                            style={"button_width": "auto"})
     states = {}
 

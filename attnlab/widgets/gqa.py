@@ -7,6 +7,7 @@ import html
 import ipywidgets as W
 import numpy as np
 
+from ..i18n import _
 from . import state as st
 from ._base import Explorer, Frames, frame, product_frames, table
 from ._svg import ALLOWED_COLOR, RED, Panel, Svg
@@ -28,8 +29,9 @@ def draw(s: st.GQAState) -> str:
     """Query heads (top) wired to the KV head they read (bottom); KV-cache sizes as bars (right)."""
     svg = Svg(760, 210)
     if s.error:
-        svg.text(380, 92, f"H_kv = {s.n_kv_heads} does not divide H_q = {s.n_heads}", size=14, color=RED)
-        svg.text(380, 118, "every KV head serves a group of r = H_q / H_kv ≥ 1 query heads", size=12, color=RED)
+        svg.text(380, 92, _("H_kv = {h_kv} does not divide H_q = {h_q}").format(h_kv=s.n_kv_heads, h_q=s.n_heads),
+                 size=14, color=RED)
+        svg.text(380, 118, _("every KV head serves a group of r = H_q / H_kv ≥ 1 query heads"), size=12, color=RED)
         return str(svg)
     H, G = s.n_heads, s.n_kv_heads
     x0, span = 100.0, 380.0
@@ -48,14 +50,14 @@ def draw(s: st.GQAState) -> str:
         svg.rect(kv_x[g] - box / 2, kv_y, box, box, fill=_color(g, G), stroke="black", sw=0.8)
         if G <= 16:
             svg.text(kv_x[g], kv_y + box / 2, str(g), size=9)
-    svg.text(x0 - 8, q_y + box / 2, "query heads h", size=10, anchor="end")
-    svg.text(x0 - 8, kv_y + box / 2, "KV heads g", size=10, anchor="end")
-    svg.text(x0 + span / 2, 22, f"{s.kind}: H_q = {H}, H_kv = {G}, group size r = {s.group_size}; g(h) = ⌊h / r⌋",
-             size=11)
+    svg.text(x0 - 8, q_y + box / 2, _("query heads h"), size=10, anchor="end")
+    svg.text(x0 - 8, kv_y + box / 2, _("KV heads g"), size=10, anchor="end")
+    svg.text(x0 + span / 2, 22, _("{kind}: H_q = {h_q}, H_kv = {h_kv}, group size r = {r}; g(h) = ⌊h / r⌋").format(
+             kind=s.kind, h_q=H, h_kv=G, r=s.group_size), size=11)
     sizes = np.array([s.mqa_bytes, s.cache_bytes, s.mha_bytes], dtype=float) / 2 ** 30
-    names = ["MQA (H_kv=1)", f"this (H_kv={G})", f"MHA (H_kv={H})"]
+    names = ["MQA (H_kv=1)", _("this (H_kv={h_kv})").format(h_kv=G), f"MHA (H_kv={H})"]
     p = Panel(svg, 615, 40, 110, 110, xlim=(0, sizes.max() * 1.45), ylim=(-0.5, 2.5))
-    p.axes(xlabel="KV cache, GiB", yticks=[], xticks=[0, sizes.max()], xfmt="{:.3g}", size=9)
+    p.axes(xlabel=_("KV cache, GiB"), yticks=[], xticks=[0, sizes.max()], xfmt="{:.3g}", size=9)
     for i, (v, name) in enumerate(zip(sizes, names)):
         y0, y1 = p.Y(i + 0.35), p.Y(i - 0.35)
         svg.rect(p.X(0), y0, p.X(v) - p.X(0), y1 - y0, fill=ALLOWED_COLOR if i == 1 else "#a0aec0")
@@ -68,14 +70,16 @@ def describe(s: st.GQAState) -> str:
     if s.error:
         return f"<div style='color:#c53030'>{html.escape(s.error)}</div>"
     cfg = s.settings
-    rows = [("query head h", [str(h) for h in range(s.n_heads)]),
-            ("reads KV head", [str(g) for g in s.kv_for])]
-    return (table(rows) + f"KV cache = 2 (K and V) × {cfg['n_layers']} layers × batch {cfg['batch']} × "
-            f"{s.n_kv_heads} KV heads × T = {cfg['T']} × d_k = {cfg['d_k']} × "
-            f"{st.DTYPE_BYTES[cfg['dtype']]} bytes ({cfg['dtype']}) = <b>{s.cache_bytes:,} bytes "
-            f"({st.human_bytes(s.cache_bytes)})</b>; plain MHA would need {st.human_bytes(s.mha_bytes)} "
-            f"({s.mha_bytes / s.cache_bytes:g}× as much), MQA {st.human_bytes(s.mqa_bytes)}. "
-            f"In training, the gradient of each shared K, V sums over the {s.group_size} query head(s) of its group.")
+    rows = [(_("query head h"), [str(h) for h in range(s.n_heads)]),
+            (_("reads KV head"), [str(g) for g in s.kv_for])]
+    return table(rows) + _(
+        "KV cache = 2 (K and V) × {layers} layers × batch {batch} × {h_kv} KV heads × T = {T} × d_k = {d_k} × "
+        "{width} bytes ({dtype}) = <b>{size} bytes ({human})</b>; plain MHA would need {mha} ({ratio}× as much), "
+        "MQA {mqa}. In training, the gradient of each shared K, V sums over the {r} query head(s) of its group."
+    ).format(layers=cfg["n_layers"], batch=cfg["batch"], h_kv=s.n_kv_heads, T=cfg["T"], d_k=cfg["d_k"],
+             width=st.DTYPE_BYTES[cfg["dtype"]], dtype=cfg["dtype"], size=f"{s.cache_bytes:,}",
+             human=st.human_bytes(s.cache_bytes), mha=st.human_bytes(s.mha_bytes),
+             ratio=f"{s.mha_bytes / s.cache_bytes:g}", mqa=st.human_bytes(s.mqa_bytes), r=s.group_size)
 
 
 def _compute(n_heads, n_kv_heads, n_layers, T, d_k, dtype, batch):
@@ -96,17 +100,17 @@ def gqa_explorer(offline: bool = False):
         return _offline()
     style = {"description_width": "initial"}
     c = {
-        "n_heads": W.IntSlider(value=8, min=1, max=32, description="H_q (query heads)", style=style),
-        "n_kv_heads": W.IntSlider(value=2, min=1, max=32, description="H_kv (KV heads)", style=style),
-        "n_layers": W.BoundedIntText(value=32, min=1, max=1000, description="layers", style=style,
+        "n_heads": W.IntSlider(value=8, min=1, max=32, description=_("H_q (query heads)"), style=style),
+        "n_kv_heads": W.IntSlider(value=2, min=1, max=32, description=_("H_kv (KV heads)"), style=style),
+        "n_layers": W.BoundedIntText(value=32, min=1, max=1000, description=_("layers"), style=style,
                                      layout=W.Layout(width="140px")),
-        "T": W.BoundedIntText(value=4096, min=1, max=10_000_000, description="T (tokens)", style=style,
+        "T": W.BoundedIntText(value=4096, min=1, max=10_000_000, description=_("T (tokens)"), style=style,
                               layout=W.Layout(width="180px")),
         "d_k": W.Dropdown(options=[32, 64, 80, 96, 128, 256], value=128, description="d_k", style=style,
                           layout=W.Layout(width="140px")),
         "dtype": W.Dropdown(options=list(st.DTYPE_BYTES), value="float16", description="dtype", style=style,
                             layout=W.Layout(width="200px")),
-        "batch": W.BoundedIntText(value=1, min=1, max=4096, description="batch", style=style,
+        "batch": W.BoundedIntText(value=1, min=1, max=4096, description=_("batch"), style=style,
                                   layout=W.Layout(width="130px")),
     }
     rows = [W.HBox([c["n_heads"], c["n_kv_heads"]]),

@@ -15,6 +15,7 @@ import ipywidgets as W
 import numpy as np
 
 from ..errors import AttentionInputError
+from ..i18n import _
 from ._base import Explorer, Frames, block, note, product_frames
 from ._svg import ALLOWED_COLOR, GRAY, RED, Svg, viridis
 
@@ -61,9 +62,10 @@ class HeadState:
 
 def _index(value, name: str, n: int) -> int:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise AttentionInputError(f"{name} must be an integer in [0, {n}); got {value!r}")
+        raise AttentionInputError(_("{name} must be an integer in [0, {n}); got {value}").format(
+            name=name, n=n, value=repr(value)))
     if not 0 <= value < n:
-        raise AttentionInputError(f"{name} must be in [0, {n}); got {value}")
+        raise AttentionInputError(_("{name} must be in [0, {n}); got {value}").format(name=name, n=n, value=value))
     return int(value)
 
 
@@ -71,25 +73,29 @@ def check_inputs(maps, tokens, lengths) -> tuple[np.ndarray, list[list[str]], np
     """Shapes and types of the explorer's data; a clear ValueError naming the argument."""
     maps = np.asarray(maps)
     if maps.ndim != 5 or maps.shape[-1] != maps.shape[-2] or 0 in maps.shape:
-        raise AttentionInputError("maps must have shape (n_sentences, n_layers, n_heads, T, T) with T >= 1; "
-                                  f"got {maps.shape}")
+        raise AttentionInputError(_("maps must have shape (n_sentences, n_layers, n_heads, T, T) with T >= 1; "
+                                    "got {shape}").format(shape=maps.shape))
     if not np.issubdtype(maps.dtype, np.floating):
-        raise AttentionInputError(f"maps must hold floating-point probabilities; got dtype {maps.dtype}")
+        raise AttentionInputError(_("maps must hold floating-point probabilities; got dtype {dtype}").format(
+            dtype=maps.dtype))
     N, T = maps.shape[0], maps.shape[-1]
     if isinstance(tokens, str) or len(tokens) != N:
-        raise AttentionInputError(f"tokens must be a list of {N} token lists (one per sentence of maps, "
-                                  f"shape {maps.shape}); got {type(tokens).__name__} of length {len(tokens)}")
+        raise AttentionInputError(_("tokens must be a list of {N} token lists (one per sentence of maps, "
+                                    "shape {shape}); got {kind} of length {length}").format(
+            N=N, shape=maps.shape, kind=type(tokens).__name__, length=len(tokens)))
     lengths = np.asarray(lengths)
     if lengths.shape != (N,) or not np.issubdtype(lengths.dtype, np.integer):
-        raise AttentionInputError(f"lengths must be {N} integers (real tokens per sentence); got {lengths!r}")
+        raise AttentionInputError(_("lengths must be {N} integers (real tokens per sentence); got {lengths}").format(
+            N=N, lengths=repr(lengths)))
     if lengths.min() < 1 or lengths.max() > T:
-        raise AttentionInputError(f"lengths must lie in [1, T = {T}]; got {lengths.tolist()}")
+        raise AttentionInputError(_("lengths must lie in [1, T = {T}]; got {lengths}").format(
+            T=T, lengths=lengths.tolist()))
     toks = []
     for b, t in enumerate(tokens):
         t = [str(x) for x in t]
         if not lengths[b] <= len(t) <= T:
-            raise AttentionInputError(f"tokens[{b}] has {len(t)} strings; it needs between lengths[{b}] = "
-                                      f"{lengths[b]} and T = {T}")
+            raise AttentionInputError(_("tokens[{b}] has {n} strings; it needs between lengths[{b}] = {length} "
+                                        "and T = {T}").format(b=b, n=len(t), length=lengths[b], T=T))
         toks.append(t + [PAD_LABEL] * (T - len(t)))
     return maps, toks, lengths
 
@@ -109,7 +115,7 @@ def head_state(maps, tokens, lengths, sentence: int = 0, layer: int = 0, head: i
     to 1 (to 1e-3); padded query rows may be zero (attnlab) or anything (the model).
     """
     maps, toks, lengths = check_inputs(maps, tokens, lengths)
-    N, L, H, T, _ = maps.shape
+    N, L, H, T = maps.shape[:4]
     b = _index(sentence, "sentence", N)
     l = _index(layer, "layer", L)
     h = _index(head, "head", H)
@@ -117,17 +123,20 @@ def head_state(maps, tokens, lengths, sentence: int = 0, layer: int = 0, head: i
     real = toks[b][:n]
     if isinstance(query, str):
         if query not in real:
-            raise AttentionInputError(f"query {query!r} is not a real token of sentence {b}: {real}")
+            raise AttentionInputError(_("query {query} is not a real token of sentence {b}: {real}").format(
+                query=repr(query), b=b, real=real))
         i = real.index(query)
     else:
-        i = _index(query, f"query (a real token of sentence {b}, which has {n})", n)
+        i = _index(query, _("query (a real token of sentence {b}, which has {n})").format(b=b, n=n), n)
     A = maps[b, l, h].astype(np.float64)                    # (T, T)
     if not np.isfinite(A).all() or (A < 0).any():
-        raise AttentionInputError(f"maps[{b}, {l}, {h}] must be finite and non-negative (probabilities)")
+        raise AttentionInputError(_("maps[{b}, {l}, {h}] must be finite and non-negative (probabilities)").format(
+            b=b, l=l, h=h))
     sums = A[:n, :].sum(axis=1)                             # real queries, all keys
     if np.abs(sums - 1).max() > ROW_SUM_TOL:
-        raise AttentionInputError(f"maps[{b}, {l}, {h}]: rows of real queries must sum to 1; "
-                                  f"row sums range over [{sums.min():.4g}, {sums.max():.4g}]")
+        raise AttentionInputError(_("maps[{b}, {l}, {h}]: rows of real queries must sum to 1; "
+                                    "row sums range over [{low}, {high}]").format(
+            b=b, l=l, h=h, low=f"{sums.min():.4g}", high=f"{sums.max():.4g}"))
     all_keys, all_w = _ranking(A[:n, :n], min(k, n))         # real keys only
     return HeadState(b, l, h, i, tuple(toks[b]), n, A, A[i].copy(), all_keys[i], all_w[i],
                      float(A[i, :n].sum()), float(A[:n, n:].max()) if n < T else 0.0, all_keys, all_w)
@@ -161,11 +170,12 @@ def draw(s: HeadState, real_only: bool = False) -> str:
     mid = max(lx + g / 2, 125.0)                  # titles centred over the grid, never cut off
     svg = Svg(int(max(cb_x + 44, mid + 125)), int(bottom + 4))
     fs = 9 if c >= 14 else 7
-    svg.text(mid, 12, f"sentence {s.sentence}, layer {s.layer}, head {s.head}", size=11)
+    svg.text(mid, 12, _("sentence {sentence}, layer {layer}, head {head}").format(
+        sentence=s.sentence, layer=s.layer, head=s.head), size=11)
     # bars: the chosen query's weights, one per key column
     q = s.tokens[s.query]
-    svg.text(mid, 26, f'row of query {s.query} "{_short(q, 14)}": its weight on each key', size=9,
-             color=RED)
+    svg.text(mid, 26, _('row of query {i} "{token}": its weight on each key').format(i=s.query, token=_short(q, 14)),
+             size=9, color=RED)
     svg.line(lx, base, lx + g, base, stroke=GRAY, sw=0.6)
     top_set = {int(j) for j in s.top_keys}
     for j in range(T):
@@ -205,8 +215,8 @@ def draw(s: HeadState, real_only: bool = False) -> str:
     for j, t in enumerate(labels):
         svg.text(-(top + g + 4), lx + (j + 0.5) * c, t, size=None, color=GRAY if j >= n else "black")
     svg.end()
-    svg.text(10, top + g / 2, "query", size=10, rotate=-90)
-    svg.text(lx + g / 2, bottom - 8, "key", size=10)
+    svg.text(10, top + g / 2, _("query"), size=10, rotate=-90)
+    svg.text(lx + g / 2, bottom - 8, _("key"), size=10)
     steps = 16                                    # colour bar, 0 .. 1
     for k in range(steps):
         svg.rect(cb_x, top + g * (1 - (k + 1) / steps), 10, g / steps + 0.5, fill=viridis((k + 0.5) / steps))
@@ -220,16 +230,17 @@ def describe(s: HeadState) -> str:
     tok = s.tokens
     q = html.escape(tok[s.query])
     strongest = ", ".join(f"<b>{html.escape(tok[j])}</b> {w:.3f}" for j, w in zip(s.top_keys, s.top_weights))
-    pad = (f"{s.n_pad} padding position(s), hatched; the most any real query puts on a padded key is "
-           f"{s.pad_key_weight:.2g}." if s.n_pad else "no padding.")
-    head = (f"<b>sentence {s.sentence}, layer {s.layer}, head {s.head}</b>: {s.length} real tokens, {pad}<br>"
-            f"Query {s.query} \"{q}\" reads most from {strongest} "
-            f"(its row sums to {s.row_sum:.3f} over the real keys).")
-    rank = ["1st", "2nd", "3rd"][: s.all_top_keys.shape[1]]
-    out = [head, "<div style='margin-top:4px'>Every real query's strongest keys:</div>",
+    pad = (_("{n} padding position(s), hatched; the most any real query puts on a padded key is {w}.").format(
+           n=s.n_pad, w=f"{s.pad_key_weight:.2g}") if s.n_pad else _("no padding."))
+    head = (_("<b>sentence {sentence}, layer {layer}, head {head}</b>: {n} real tokens, {pad}").format(
+                sentence=s.sentence, layer=s.layer, head=s.head, n=s.length, pad=pad) + "<br>"
+            + _('Query {i} "{token}" reads most from {strongest} (its row sums to {total} over the real keys).').format(
+                i=s.query, token=q, strongest=strongest, total=f"{s.row_sum:.3f}"))
+    rank = [_("1st key"), _("2nd key"), _("3rd key")][: s.all_top_keys.shape[1]]
+    out = [head, "<div style='margin-top:4px'>" + _("Every real query's strongest keys:") + "</div>",
            ("<table style='border-collapse:separate;border-spacing:12px 1px;margin:0 -12px;font-size:0.8em;"
-            "font-family:monospace;line-height:1.3'><tr><th align=left>query</th>"),
-           *(f"<th align=left>{r} key</th>" for r in rank), "</tr>"]
+            "font-family:monospace;line-height:1.3'><tr><th align=left>" + _("query") + "</th>"),
+           *(f"<th align=left>{r}</th>" for r in rank), "</tr>"]
     for i in range(s.length):
         style = f" style='color:{RED};font-weight:bold'" if i == s.query else ""
         cells = "".join(f"<td>{html.escape(_short(tok[j], 10))} {w:.2f}</td>"
@@ -274,12 +285,12 @@ def head_explorer(maps, tokens, lengths, sentence: int = 0, layer: int = 0, head
     style = {"description_width": "initial"}
     c = {
         "sentence": W.Dropdown(options=[(_sentence_label(toks[b], lengths[b], b), b) for b in range(N)],
-                               value=first.sentence, description="sentence", style=style,
+                               value=first.sentence, description=_("sentence"), style=style,
                                layout=W.Layout(width="420px")),
-        "layer": W.IntSlider(value=first.layer, min=0, max=L - 1, description="layer", style=style),
-        "head": W.IntSlider(value=first.head, min=0, max=H - 1, description="head", style=style),
+        "layer": W.IntSlider(value=first.layer, min=0, max=L - 1, description=_("layer"), style=style),
+        "head": W.IntSlider(value=first.head, min=0, max=H - 1, description=_("head"), style=style),
         "query": W.Dropdown(options=_query_options(toks[first.sentence], first.length), value=first.query,
-                            description="query row", style=style, layout=W.Layout(width="220px")),
+                            description=_("query row"), style=style, layout=W.Layout(width="220px")),
     }
     shown = {"sentence": first.sentence}          # the sentence whose tokens the query menu lists
 
@@ -302,9 +313,9 @@ def head_explorer(maps, tokens, lengths, sentence: int = 0, layer: int = 0, head
 def _offline(maps, toks, lengths, first: HeadState) -> Frames:
     L, H = maps.shape[1:3]
     style = {"description_width": "initial"}
-    layer = W.SelectionSlider(options=[str(l) for l in range(L)], index=first.layer, description="layer",
+    layer = W.SelectionSlider(options=[str(l) for l in range(L)], index=first.layer, description=_("layer"),
                               style=style, continuous_update=True)
-    head = W.SelectionSlider(options=[str(h) for h in range(H)], index=first.head, description="head",
+    head = W.SelectionSlider(options=[str(h) for h in range(H)], index=first.head, description=_("head"),
                              style=style, continuous_update=True)
     states = {}
 
@@ -318,12 +329,12 @@ def _offline(maps, toks, lengths, first: HeadState) -> Frames:
     ex = Frames("head_explorer", [W.HBox([layer, head], layout=W.Layout(flex_flow="row wrap")), body],
                 {"layer": layer, "head": head}, states)
     q = html.escape(first.tokens[first.query])
-    pad = f" (its {first.n_pad} padding positions left out)" if first.n_pad else ""
-    ex.children = (*ex.children[:-1], note(
-        f"Precomputed frames for sentence {first.sentence}{pad}, query row {first.query} \"{q}\", every layer "
-        f"and head: the sliders work without a kernel, also in the HTML book. To pick another sentence or "
-        f"query, run <code>al.widgets.head_explorer(maps, tokens, lengths)</code> in Jupyter "
-        f"(<code>make lab</code>)."))
+    pad = _(" (its {n} padding positions left out)").format(n=first.n_pad) if first.n_pad else ""
+    ex.children = (*ex.children[:-1], note(_(
+        'Precomputed frames for sentence {sentence}{pad}, query row {i} "{token}", every layer and head: the '
+        "sliders work without a kernel, also in the HTML book. To pick another sentence or query, run "
+        "<code>al.widgets.head_explorer(maps, tokens, lengths)</code> in Jupyter (<code>make lab</code>).").format(
+        sentence=first.sentence, pad=pad, i=first.query, token=q)))
     return ex
 
 

@@ -6,9 +6,15 @@ import html
 import ipywidgets as W
 import numpy as np
 
+from ..i18n import N_, _
 from . import state as st
 from ._base import Explorer, Frames, frame, linked_stack, product_frames, table
 from ._svg import ALLOWED_COLOR, FORBIDDEN_COLOR, GRAY, RED, Svg, viridis
+
+PATTERN_NAMES = {  # the short name of each pattern, in the pictures' titles
+    "none": N_("none"), "padding": N_("padding"), "causal": N_("causal"), "causal+padding": N_("causal + padding"),
+    "documents": N_("documents"), "sliding window": N_("sliding window"), "cached decoding": N_("cached decoding"),
+}
 
 
 def draw(s: st.MaskState) -> str:
@@ -25,15 +31,16 @@ def draw(s: st.MaskState) -> str:
     rx = lx + gw + 78
     svg = Svg(int(rx + gw + 70), int(top + gh + 48))
     rows = [str(p) for p in s.q_positions]
-    heat_title = "weights, mask AFTER softmax (wrong)" if s.after_softmax else "weights (mask before softmax)"
-    for x0, title in ((lx, f"allowed: {s.pattern}"), (rx, heat_title)):
+    heat_title = _("weights, mask AFTER softmax (wrong)") if s.after_softmax else _("weights (mask before softmax)")
+    allowed_title = _("allowed: {pattern}").format(pattern=_(PATTERN_NAMES[s.pattern]))
+    for x0, title in ((lx, allowed_title), (rx, heat_title)):
         svg.text(x0 + gw / 2, top - 22, title, size=11)
-        svg.text(x0 + gw / 2, top + gh + 32, "key position j", size=10)
+        svg.text(x0 + gw / 2, top + gh + 32, _("key position j"), size=10)
         for i in range(T):
             svg.text(x0 - 5, top + (i + 0.5) * cell, rows[i], size=fs, anchor="end")
         for j in range(S):
             svg.text(x0 + (j + 0.5) * cell, top + gh + 12, str(j), size=fs)
-    svg.text(lx - 40, top + gh / 2, "query position i", size=10, rotate=-90)
+    svg.text(lx - 40, top + gh / 2, _("query position i"), size=10, rotate=-90)
     w = s.weights
     mid = 0.5                  # colours span [0, 1], so light text on the dark lower half
     annotate = T * S <= 64
@@ -54,7 +61,7 @@ def draw(s: st.MaskState) -> str:
                 svg.text(rx + (j + 0.5) * cell, top + (i + 0.5) * cell, f"{w[i, j]:.2f}", size=None,
                          color="white" if w[i, j] < mid else "black")
         svg.end()
-    svg.text(rx + gw + 6, top - 6, "row sum", size=9, anchor="start")
+    svg.text(rx + gw + 6, top - 6, _("row sum"), size=9, anchor="start")
     for i, (status, total) in enumerate(zip(s.row_status, s.row_sums)):
         y = top + i * cell
         if status == "padding":
@@ -64,9 +71,9 @@ def draw(s: st.MaskState) -> str:
             for x0 in (lx, rx):
                 svg.rect(x0 + 1, y + 1, gw - 2, cell - 2, stroke=RED, sw=2.5)
         if status == "empty" and not s.after_softmax:
-            text, color = "error", RED
+            text, color = _("error"), RED
         elif status == "padding":
-            text, color = "0 (pad)", GRAY
+            text, color = _("0 (pad)"), GRAY
         else:
             text, color = f"{total:.2f}", RED if abs(total - 1.0) > 1e-9 else "black"
         svg.text(rx + gw + 6, y + cell / 2, text, size=fs, anchor="start", color=color)
@@ -75,9 +82,9 @@ def draw(s: st.MaskState) -> str:
 
 def describe(s: st.MaskState) -> str:
     """Per-query table (position, keys readable, row sum, handling) and what the rows teach."""
-    handled = {"ok": "softmax" if not s.after_softmax else "soft→mask", "padding": "zero row",
-               "empty": "ERROR" if not s.after_softmax else "zeros!"}
-    sums = ["pad" if h == "padding" else ("error" if np.isnan(x) else f"{x:.2f}")
+    handled = {"ok": "softmax" if not s.after_softmax else "soft→mask", "padding": _("zero row"),
+               "empty": _("ERROR") if not s.after_softmax else _("zeros!")}
+    sums = [_("pad") if h == "padding" else (_("error") if np.isnan(x) else f"{x:.2f}")
             for h, x in zip(s.row_status, s.row_sums)]
     hl = {}
     for i, h in enumerate(s.row_status):
@@ -85,23 +92,26 @@ def describe(s: st.MaskState) -> str:
             hl[(3, i)] = hl[(4, i)] = "#c53030"
         elif h == "ok" and abs(s.row_sums[i] - 1) > 1e-9:
             hl[(3, i)] = "#c53030"
-    rows = [("query i", [str(i) for i in range(s.T)]),
-            ("position", [str(p) for p in s.q_positions]),
-            ("keys readable", [str(n) for n in s.allowed.sum(axis=1)]),
-            ("row sum", sums),
-            ("handled as", [handled[h] for h in s.row_status])]
-    lines = [f"<b>T = {s.T} queries, S = {s.S} keys</b>; {int(s.allowed.sum())} of {s.T * s.S} "
-             f"(query, key) pairs allowed; {sum(h == 'padding' for h in s.row_status)} padding queries "
-             f"(zero rows by design).", table(rows, hl)]
+    rows = [(_("query i"), [str(i) for i in range(s.T)]),
+            (_("position"), [str(p) for p in s.q_positions]),
+            (_("keys readable"), [str(n) for n in s.allowed.sum(axis=1)]),
+            (_("row sum"), sums),
+            (_("handled as"), [handled[h] for h in s.row_status])]
+    lines = [_("<b>T = {T} queries, S = {S} keys</b>; {n_allowed} of {n_pairs} (query, key) pairs allowed; "
+               "{n_pad} padding queries (zero rows by design).").format(
+                 T=s.T, S=s.S, n_allowed=int(s.allowed.sum()), n_pairs=s.T * s.S,
+                 n_pad=sum(h == "padding" for h in s.row_status)), table(rows, hl)]
     if s.error:
-        lines.append(f"<div style='color:#c53030'>The reference refuses this mask: "
-                     f"<code>EmptyVisibilityError</code>: {html.escape(s.error)}</div>")
+        lines.append("<div style='color:#c53030'>" + _(
+            "The reference refuses this mask: <code>EmptyVisibilityError</code>: {error}").format(
+            error=html.escape(s.error)) + "</div>")
     if s.after_softmax:
         short = [i for i, h in enumerate(s.row_status) if h != "padding" and abs(s.row_sums[i] - 1) > 1e-9]
-        lines.append("<div>Mask applied after the softmax: the forbidden keys took part in the normalisation, "
-                     f"so {len(short)} valid row(s) sum to less than 1 and the output shrinks; an empty row "
-                     "silently becomes zeros instead of an error. Renormalising afterwards repairs the "
-                     "non-empty rows but divides 0 by 0 in empty ones.</div>")
+        lines.append("<div>" + _(
+            "Mask applied after the softmax: the forbidden keys took part in the normalisation, so {n} valid row(s) "
+            "sum to less than 1 and the output shrinks; an empty row silently becomes zeros instead of an error. "
+            "Renormalising afterwards repairs the non-empty rows but divides 0 by 0 in empty ones.").format(
+            n=len(short)) + "</div>")
     return "".join(lines)
 
 
@@ -125,7 +135,7 @@ def _refresh(ex: Explorer) -> None:
     for name, w in c.items():
         if name not in ("pattern", "after_softmax"):
             w.layout.display = None if name in used else "none"
-    c["offset"].description = f"offset (S−T = {c['S'].value - c['T'].value})"
+    c["offset"].description = _("offset (S−T = {gap})").format(gap=c["S"].value - c["T"].value)
 
 
 def mask_explorer(offline: bool = False, pattern: str = "causal", T: int = 6):
@@ -144,20 +154,21 @@ def mask_explorer(offline: bool = False, pattern: str = "causal", T: int = 6):
         return _offline()
     style = {"description_width": "initial"}
     c = {
-        "pattern": W.Dropdown(options=[(st.PATTERN_LABELS[p], p) for p in st.PATTERNS], value=pattern,
-                              description="pattern", style=style),
-        "T": W.IntSlider(value=T, min=1, max=16, description="T (queries)", style=style),
-        "S": W.IntSlider(value=8, min=1, max=16, description="S (keys)", style=style),
-        "offset": W.IntSlider(value=8 - T, min=-2, max=15, description="offset", style=style),
-        "lengths": W.Text(value="6, 4, 1, 0", description="lengths", style=style),
-        "seq": W.BoundedIntText(value=0, min=0, max=15, description="sequence b", style=style,
+        "pattern": W.Dropdown(options=[(_(st.PATTERN_LABELS[p]), p) for p in st.PATTERNS], value=pattern,
+                              description=_("pattern"), style=style),
+        "T": W.IntSlider(value=T, min=1, max=16, description=_("T (queries)"), style=style),
+        "S": W.IntSlider(value=8, min=1, max=16, description=_("S (keys)"), style=style),
+        "offset": W.IntSlider(value=8 - T, min=-2, max=15, description=_("offset"), style=style),
+        "lengths": W.Text(value="6, 4, 1, 0", description=_("lengths"), style=style),
+        "seq": W.BoundedIntText(value=0, min=0, max=15, description=_("sequence b"), style=style,
                                 layout=W.Layout(width="150px")),
-        "side": W.ToggleButtons(options=["right", "left"], value="right", description="padding side",
+        "side": W.ToggleButtons(options=[(_("right"), "right"), (_("left"), "left")], value="right",
+                                description=_("padding side"),
                                 style={"description_width": "initial", "button_width": "auto"}),
-        "pad_queries_valid": W.Checkbox(value=False, description="padding queries count as valid", style=style),
-        "doc_ids": W.Text(value="0 0 0 1 1 2 -1 -1", description="doc ids (−1 = pad)", style=style),
-        "window": W.IntSlider(value=3, min=1, max=16, description="window", style=style),
-        "after_softmax": W.Checkbox(value=False, description="apply mask after softmax (wrong)", style=style),
+        "pad_queries_valid": W.Checkbox(value=False, description=_("padding queries count as valid"), style=style),
+        "doc_ids": W.Text(value="0 0 0 1 1 2 -1 -1", description=_("doc ids (−1 = pad)"), style=style),
+        "window": W.IntSlider(value=3, min=1, max=16, description=_("window"), style=style),
+        "after_softmax": W.Checkbox(value=False, description=_("apply mask after softmax (wrong)"), style=style),
     }
     rows = [W.HBox([c["pattern"], c["after_softmax"]]),
             W.HBox([c["T"], c["S"], c["offset"], c["window"]], layout=W.Layout(flex_flow="row wrap")),
@@ -171,28 +182,28 @@ OFFLINE_GRID = [  # (pattern, parameter label, [(option label, mask_state kwargs
     ("none", "T", [(str(t), {"T": t}) for t in (1, 3, 6)]),
     (
         "padding",
-        "sequence (lengths 6, 4, 1, 0)",
+        N_("sequence (lengths 6, 4, 1, 0)"),
         [(f"b={b}: L={L}", {"T": 6, "seq": b}) for b, L in enumerate((6, 4, 1, 0))],
     ),
     ("causal", "T", [(str(t), {"T": t}) for t in (1, 2, 4, 6)]),
     (
         "causal+padding",
-        "left-padded sequence (lengths 6, 4, 1, 0)",
+        N_("left-padded sequence (lengths 6, 4, 1, 0)"),
         [(f"b={b}: L={L}", {"T": 6, "seq": b, "side": "left"}) for b, L in enumerate((6, 4, 1, 0))]
-        + [("b=2, pads counted as valid", {"T": 6, "seq": 2, "side": "left", "pad_queries_valid": True})],
+        + [(N_("b=2, pads counted as valid"), {"T": 6, "seq": 2, "side": "left", "pad_queries_valid": True})],
     ),
     (
         "documents",
-        "doc ids",
+        N_("doc ids"),
         [
             (" ".join(map(str, d)), {"doc_ids": d})
             for d in ((0, 0, 0, 1, 1, 1), (0, 0, 1, 1, 1, 2), (0, 1, 2, 3, 4, 5), (0, 0, 0, 1, -1, -1))
         ],
     ),
-    ("sliding window", "window", [(str(w), {"T": 6, "window": w}) for w in (1, 2, 3, 6)]),
+    ("sliding window", N_("window"), [(str(w), {"T": 6, "window": w}) for w in (1, 2, 3, 6)]),
     (
         "cached decoding",
-        "offset (T=2 new queries, S=6 keys; S−T = 4 is right)",
+        N_("offset (T=2 new queries, S=6 keys; S−T = 4 is right)"),
         [(str(o), {"T": 2, "S": 6, "offset": o}) for o in (-1, 0, 1, 2, 3, 4)],
     ),
 ]
@@ -206,14 +217,14 @@ OFFLINE_START = {"padding": 1, "causal+padding": 1, "documents": 1, "sliding win
 
 def _offline() -> Frames:
     style = {"description_width": "initial"}
-    pattern = W.Dropdown(options=[(st.PATTERN_LABELS[p], i) for i, (p, _, _) in enumerate(OFFLINE_GRID)],
-                         value=2, description="pattern", style=style)
-    after = W.ToggleButtons(options=["mask before softmax", "mask after softmax (wrong)"], index=0,
+    pattern = W.Dropdown(options=[(_(st.PATTERN_LABELS[row[0]]), i) for i, row in enumerate(OFFLINE_GRID)],
+                         value=2, description=_("pattern"), style=style)
+    after = W.ToggleButtons(options=[_("mask before softmax"), _("mask after softmax (wrong)")], index=0,
                             description="", style={"button_width": "auto"})
     states, params, pages = {}, [], []
     for p_index, (name, label, options) in enumerate(OFFLINE_GRID):
-        param = W.SelectionSlider(options=[o for o, _ in options], index=OFFLINE_START.get(name, len(options) - 1),
-                                  description=label,
+        param = W.SelectionSlider(options=[_(o) for o, kwargs in options],
+                                  index=OFFLINE_START.get(name, len(options) - 1), description=_(label),
                                   style=style, layout=W.Layout(width="95%"), continuous_update=True)
         params.append(param)
 

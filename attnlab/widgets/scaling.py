@@ -6,11 +6,14 @@ import functools
 import ipywidgets as W
 import numpy as np
 
+from ..i18n import N_, _
 from . import state as st
 from ._base import Explorer, Frames, frame, product_frames, table
 from ._svg import ALLOWED_COLOR, Panel, Svg
 
 UNSCALED_COLOR = "#c05621"
+SCALED = N_("scaled by 1/√d_k")           # the toggle's values (what _compute compares); labels are translated
+UNSCALED = N_("unscaled")
 
 
 @functools.lru_cache(maxsize=4)
@@ -32,18 +35,18 @@ def draw(s: st.ScalingState) -> str:
         svg.rect(p.X(x0), p.Y(c), p.X(x1) - p.X(x0), p.Y(0) - p.Y(c), fill=color, opacity=0.6)
     x = np.linspace(-lim, lim, 120)
     svg.polyline([(p.X(a), p.Y(b)) for a, b in zip(x, np.exp(-x ** 2 / (2 * sigma ** 2)) * peak)], sw=1.2)
-    p.axes(title=f"logits, d_k = {s.d_k}, {'scaled by 1/√d_k' if s.scaled else 'unscaled'}", xlabel="logit",
-           ylabel="density", yfmt="{:.2g}")
+    title = (_("logits, d_k = {d_k}, scaled by 1/√d_k") if s.scaled else _("logits, d_k = {d_k}, unscaled"))
+    p.axes(title=title.format(d_k=s.d_k), xlabel=_("logit"), ylabel=_("density"), yfmt="{:.2g}")
     svg.text(p.x + p.w - 4, p.y + 8, f"— N(0, {sigma:.3g}²)", size=9, anchor="end")
     sweep = _sweep(s.S, s.logits.shape[0])
     d = np.array(st.D_K_VALUES)
     q = Panel(svg, 450, 34, 290, 210, xlim=(1, 512), ylim=(0, 1.05), xlog2=True)
-    q.axes(title=f"means over {s.logits.shape[0]} rows, S = {s.S}", xlabel="d_k", yticks=[0, 0.2, 0.4, 0.6, 0.8, 1.0],
-           xticks=[1, 4, 16, 64, 256])
-    curves = [("max weight, unscaled", sweep[False]["max_weight"], UNSCALED_COLOR, "5,3", 1.0),
-              ("max weight, scaled", sweep[True]["max_weight"], ALLOWED_COLOR, None, 1.0),
-              ("‖J‖_F, unscaled", sweep[False]["jacobian_norm"], UNSCALED_COLOR, "5,3", 0.45),
-              ("‖J‖_F, scaled", sweep[True]["jacobian_norm"], ALLOWED_COLOR, None, 0.45)]
+    q.axes(title=_("means over {n} rows, S = {S}").format(n=s.logits.shape[0], S=s.S), xlabel="d_k",
+           yticks=[0, 0.2, 0.4, 0.6, 0.8, 1.0], xticks=[1, 4, 16, 64, 256])
+    curves = [(_("max weight, unscaled"), sweep[False]["max_weight"], UNSCALED_COLOR, "5,3", 1.0),
+              (_("max weight, scaled"), sweep[True]["max_weight"], ALLOWED_COLOR, None, 1.0),
+              (_("‖J‖_F, unscaled"), sweep[False]["jacobian_norm"], UNSCALED_COLOR, "5,3", 0.45),
+              (_("‖J‖_F, scaled"), sweep[True]["jacobian_norm"], ALLOWED_COLOR, None, 0.45)]
     for k, (label, ys, c, dash, alpha) in enumerate(curves):
         svg.polyline([(q.X(a), q.Y(b)) for a, b in zip(d, ys)], stroke=c, sw=1.8, dash=dash, opacity=alpha)
         svg.line(q.x + 8, q.y + 8 + 13 * k, q.x + 28, q.y + 8 + 13 * k, stroke=c, sw=1.8, dash=dash, opacity=alpha)
@@ -54,18 +57,22 @@ def draw(s: st.ScalingState) -> str:
 
 
 def describe(s: st.ScalingState) -> str:
-    rows = [("logit std (sample / theory)", [f"{s.logit_std:.3f}", f"{s.logit_std_theory:.3f}"]),
-            ("mean max weight", [f"{s.max_weight:.3f}", f"uniform: {1 / s.S:.3f}"]),
-            ("mean entropy (nats)", [f"{s.entropy:.3f}", f"max ln S: {s.max_entropy:.3f}"]),
-            ("mean ‖J‖_F of softmax", [f"{s.jacobian_norm:.3f}", f"uniform: {s.jacobian_norm_uniform:.3f}"]),
-            ("rows with max weight > 0.99", [f"{100 * s.saturated:.1f} %", ""])]
-    return (f"q, k with i.i.d. N(0, 1) entries, d_k = {s.d_k}, S = {s.S} keys, "
-            f"{'scaled by 1/√d_k' if s.scaled else 'not scaled'}. " + table(rows)
-            + "<div>A Jacobian near 0 means the softmax is saturated: almost no gradient reaches the scores.</div>")
+    uniform = _("uniform: {value}")
+    rows = [(_("logit std (sample / theory)"), [f"{s.logit_std:.3f}", f"{s.logit_std_theory:.3f}"]),
+            (_("mean max weight"), [f"{s.max_weight:.3f}", uniform.format(value=f"{1 / s.S:.3f}")]),
+            (_("mean entropy (nats)"), [f"{s.entropy:.3f}",
+                                        _("max ln S: {value}").format(value=f"{s.max_entropy:.3f}")]),
+            (_("mean ‖J‖_F of softmax"), [f"{s.jacobian_norm:.3f}",
+                                          uniform.format(value=f"{s.jacobian_norm_uniform:.3f}")]),
+            (_("rows with max weight > 0.99"), [f"{100 * s.saturated:.1f} %", ""])]
+    head = (_("q, k with i.i.d. N(0, 1) entries, d_k = {d_k}, S = {S} keys, scaled by 1/√d_k.") if s.scaled
+            else _("q, k with i.i.d. N(0, 1) entries, d_k = {d_k}, S = {S} keys, not scaled."))
+    return (head.format(d_k=s.d_k, S=s.S) + " " + table(rows) + "<div>"
+            + _("A Jacobian near 0 means the softmax is saturated: almost no gradient reaches the scores.") + "</div>")
 
 
 def _compute(d_k, scaled):
-    return st.scaling_state(d_k=d_k, scaled=scaled == "scaled by 1/√d_k")
+    return st.scaling_state(d_k=d_k, scaled=scaled == SCALED)
 
 
 def scaling_explorer(offline: bool = False):
@@ -82,15 +89,15 @@ def scaling_explorer(offline: bool = False):
         return _offline()
     style = {"description_width": "initial"}
     c = {"d_k": W.SelectionSlider(options=list(st.D_K_VALUES), value=64, description="d_k", style=style),
-         "scaled": W.ToggleButtons(options=["scaled by 1/√d_k", "unscaled"], value="unscaled", description="",
-                                   style={"button_width": "auto"})}
+         "scaled": W.ToggleButtons(options=[(_(SCALED), SCALED), (_(UNSCALED), UNSCALED)], value=UNSCALED,
+                                   description="", style={"button_width": "auto"})}
     return Explorer("scaling_explorer", c, _compute, draw, describe, [W.HBox([c["d_k"], c["scaled"]])])
 
 
 def _offline() -> Frames:
     d_k = W.SelectionSlider(options=[str(d) for d in st.D_K_VALUES], index=st.D_K_VALUES.index(64),
                             description="d_k", style={"description_width": "initial"})
-    scaled = W.ToggleButtons(options=["scaled by 1/√d_k", "unscaled"], index=1, description="",
+    scaled = W.ToggleButtons(options=[_(SCALED), _(UNSCALED)], index=1, description="",
                              style={"button_width": "auto"})
     states = {}
 

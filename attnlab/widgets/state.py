@@ -16,6 +16,7 @@ from .. import cache_size
 from .. import masks as M
 from ..errors import AttentionInputError, EmptyVisibilityError
 from ..grad import softmax_jacobian
+from ..i18n import N_, _
 from ..reference import attention, kv_head_for, softmax
 
 # ----------------------------------------------------------------------------------------------
@@ -23,14 +24,14 @@ from ..reference import attention, kv_head_for, softmax
 # ----------------------------------------------------------------------------------------------
 
 PATTERNS = ("none", "padding", "causal", "causal+padding", "documents", "sliding window", "cached decoding")
-PATTERN_LABELS = {
-    "none": "none (every query reads every key)",
-    "padding": "padding (per-sequence lengths)",
-    "causal": "causal",
-    "causal+padding": "causal + padding",
-    "documents": "packed documents (causal inside each)",
-    "sliding window": "sliding window",
-    "cached decoding": "cached decoding (T < S, offset)",
+PATTERN_LABELS = {   # the menu entries; translated where a menu is built
+    "none": N_("none (every query reads every key)"),
+    "padding": N_("padding (per-sequence lengths)"),
+    "causal": N_("causal"),
+    "causal+padding": N_("causal + padding"),
+    "documents": N_("packed documents (causal inside each)"),
+    "sliding window": N_("sliding window"),
+    "cached decoding": N_("cached decoding (T < S, offset)"),
 }
 _TABLE = 64          # rows of the fixed query/key tables, indexed by absolute position
 MASK_D_K = 4         # width of the fixed random queries and keys
@@ -87,9 +88,11 @@ def parse_ints(text, name: str) -> tuple[int, ...]:
     try:
         out = tuple(int(x) for x in items)
     except (TypeError, ValueError):
-        raise AttentionInputError(f"{name} must be integers separated by commas or spaces; got {text!r}") from None
+        raise AttentionInputError(_("{name} must be integers separated by commas or spaces; got {text}").format(
+            name=name, text=repr(text))) from None
     if not out:
-        raise AttentionInputError(f"{name} must list at least one integer; got {text!r}")
+        raise AttentionInputError(_("{name} must list at least one integer; got {text}").format(
+            name=name, text=repr(text)))
     return out
 
 
@@ -100,7 +103,7 @@ def key_padding(lengths, S: int, side: str = "right") -> np.ndarray:
         return keep
     if side == "left":
         return keep[:, ::-1].copy()                                  # True for j >= S - L
-    raise AttentionInputError(f"side must be 'right' or 'left'; got {side!r}")
+    raise AttentionInputError(_("side must be 'right' or 'left'; got {side}").format(side=repr(side)))
 
 
 def mask_pattern(pattern: str, T: int = 6, S: int | None = None, offset: int | None = None,
@@ -114,13 +117,14 @@ def mask_pattern(pattern: str, T: int = 6, S: int | None = None, offset: int | N
     patterns show sequence ``seq`` of a batch whose lengths are ``lengths``, padded to T.
     """
     if pattern not in PATTERNS:
-        raise AttentionInputError(f"pattern must be one of {PATTERNS}; got {pattern!r}")
+        raise AttentionInputError(_("pattern must be one of {patterns}; got {pattern}").format(
+            patterns=PATTERNS, pattern=repr(pattern)))
     if pattern == "documents":
         ids = np.asarray(parse_ints(doc_ids, "doc_ids"))
         T = len(ids)
     T = int(T)
     if T < 1:
-        raise AttentionInputError(f"T must be >= 1; got {T}")
+        raise AttentionInputError(_("T must be >= 1; got {T}").format(T=T))
     q_pos = np.arange(T)
     valid = np.ones(T, dtype=bool)
     if pattern == "none":
@@ -130,9 +134,11 @@ def mask_pattern(pattern: str, T: int = 6, S: int | None = None, offset: int | N
     elif pattern in ("padding", "causal+padding"):
         lengths = parse_ints(lengths, "lengths")
         if not 0 <= seq < len(lengths):
-            raise AttentionInputError(f"seq must index one of the {len(lengths)} sequences; got {seq}")
+            raise AttentionInputError(_("seq must index one of the {n} sequences; got {seq}").format(
+                n=len(lengths), seq=seq))
         if max(lengths) > T:
-            raise AttentionInputError(f"every length must be <= T = {T} (the padded length); got {list(lengths)}")
+            raise AttentionInputError(_("every length must be <= T = {T} (the padded length); got {lengths}").format(
+                T=T, lengths=list(lengths)))
         real = key_padding(lengths, T, side)[seq]                    # (T,) real tokens of sequence seq
         allowed = np.broadcast_to(real[None, :], (T, T)).copy()      # pads are never read as keys
         if pattern == "causal+padding":
@@ -227,14 +233,15 @@ def convex_state(angle_deg: float = 20.0, length: float = 1.5, temperature: floa
     """Query q = length * (cos angle, sin angle) reads keys = values with scale 1/temperature."""
     v = CONVEX_VALUES if values is None else np.asarray(values, dtype=float)
     if v.ndim != 2 or v.shape[1] != 2:
-        raise AttentionInputError(f"values must have shape (S, 2); got {v.shape}")
+        raise AttentionInputError(_("values must have shape (S, 2); got {shape}").format(shape=v.shape))
     if not (np.isfinite(temperature) and temperature > 0):
-        raise AttentionInputError(f"temperature must be a finite positive number; got {temperature!r}")
+        raise AttentionInputError(_("temperature must be a finite positive number; got {temperature}").format(
+            temperature=repr(temperature)))
     S = len(v)
     allowed = np.ones(S, dtype=bool)
     for j in masked:
         if not 0 <= int(j) < S:
-            raise AttentionInputError(f"masked keys must lie in [0, {S}); got {j!r}")
+            raise AttentionInputError(_("masked keys must lie in [0, {S}); got {j}").format(S=S, j=repr(j)))
         allowed[int(j)] = False
     theta = np.deg2rad(angle_deg)
     q = float(length) * np.array([np.cos(theta), np.sin(theta)])
@@ -289,7 +296,7 @@ def scaling_state(d_k: int = 64, scaled: bool = True, S: int = 16, n: int = 200,
     """Softmax statistics for random q, k: unscaled logits have variance d_k, scaled ones 1."""
     d_k, S = int(d_k), int(S)
     if d_k < 1 or S < 1:
-        raise AttentionInputError(f"d_k and S must be >= 1; got d_k={d_k}, S={S}")
+        raise AttentionInputError(_("d_k and S must be >= 1; got d_k={d_k}, S={S}").format(d_k=d_k, S=S))
     q, k = scaling_samples(d_k, S, n, seed)
     c = 1.0 / np.sqrt(d_k) if scaled else 1.0
     logits = (q @ k.T) * c                                             # (n, S)
@@ -352,7 +359,8 @@ def kv_cache_bytes(n_kv_heads: int, n_layers: int, T: int, d_k: int, dtype: str 
     The explorer's argument order and its dtype menu (DTYPE_BYTES); the formula is the package's.
     """
     if dtype not in DTYPE_BYTES:
-        raise AttentionInputError(f"dtype must be one of {tuple(DTYPE_BYTES)}; got {dtype!r}")
+        raise AttentionInputError(_("dtype must be one of {dtypes}; got {dtype}").format(
+            dtypes=tuple(DTYPE_BYTES), dtype=repr(dtype)))
     return cache_size.kv_cache_bytes(int(n_kv_heads), int(T), int(d_k), n_layers=int(n_layers), batch=int(batch),
                                      dtype=dtype)
 
