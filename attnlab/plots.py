@@ -79,7 +79,8 @@ def _use_cjk_font() -> None:
             global _warned_no_cjk
             if not _warned_no_cjk:
                 _warned_no_cjk = True
-                warnings.warn(_(NO_CJK_FONT).format(families=", ".join(CJK_FAMILIES[:3])), stacklevel=3)
+                looked_for = ", ".join(CJK_FAMILIES[:3])
+                warnings.warn(_(NO_CJK_FONT).format(families=looked_for), stacklevel=3)
     plt.rcParams["font.family"] = families
 
 

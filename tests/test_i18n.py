@@ -65,7 +65,8 @@ CONVERTED = ["reference.py", "_validate.py", "masks.py", "grad.py", "exact.py", 
              "checks/softmax.py", "checks/attention.py", "checks/masks.py", "checks/causal.py", "checks/backward.py",
              "checks/cost.py", "checks/chunked.py", "checks/structure.py",
              "torch_ops/_checks.py", "torch_ops/attention.py", "torch_ops/mha.py", "torch_ops/kv_cache.py",
-             "torch_ops/mla.py"]
+             "torch_ops/mla.py", "plots.py", "widgets/_base.py", "widgets/_svg.py", "widgets/state.py",
+             "widgets/convex.py", "widgets/gqa.py", "widgets/heads.py", "widgets/mask.py", "widgets/scaling.py"]
 CONVERTED_CHECKERS = [m for m in CONVERTED if m.startswith("checks/")]
 CJK = re.compile("[\u4e00-\u9fff]")
 

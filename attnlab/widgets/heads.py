@@ -134,9 +134,9 @@ def head_state(maps, tokens, lengths, sentence: int = 0, layer: int = 0, head: i
             b=b, l=l, h=h))
     sums = A[:n, :].sum(axis=1)                             # real queries, all keys
     if np.abs(sums - 1).max() > ROW_SUM_TOL:
+        low, high = f"{sums.min():.4g}", f"{sums.max():.4g}"
         raise AttentionInputError(_("maps[{b}, {l}, {h}]: rows of real queries must sum to 1; "
-                                    "row sums range over [{low}, {high}]").format(
-            b=b, l=l, h=h, low=f"{sums.min():.4g}", high=f"{sums.max():.4g}"))
+                                    "row sums range over [{low}, {high}]").format(b=b, l=l, h=h, low=low, high=high))
     all_keys, all_w = _ranking(A[:n, :n], min(k, n))         # real keys only
     return HeadState(b, l, h, i, tuple(toks[b]), n, A, A[i].copy(), all_keys[i], all_w[i],
                      float(A[i, :n].sum()), float(A[:n, n:].max()) if n < T else 0.0, all_keys, all_w)

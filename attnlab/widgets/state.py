@@ -183,10 +183,10 @@ def mask_state(pattern: str = "causal", T: int = 6, S: int | None = None, offset
         sums = weights.sum(axis=1)
     else:
         try:
-            _, weights = attention(q, k, v, allowed=allowed, query_valid=valid, return_weights=True)
+            weights = attention(q, k, v, allowed=allowed, query_valid=valid, return_weights=True)[1]
         except EmptyVisibilityError as exc:                          # show the other rows anyway
             error = str(exc)
-            _, weights = attention(q, k, v, allowed=allowed, query_valid=valid & ~empty, return_weights=True)
+            weights = attention(q, k, v, allowed=allowed, query_valid=valid & ~empty, return_weights=True)[1]
         sums = np.where(empty, np.nan, weights.sum(axis=1))
     return MaskState(pattern, bool(after_softmax), allowed, valid, q_pos, logits, weights, sums, status, error)
 
