@@ -65,3 +65,25 @@ def test_a_stamped_png_is_read_back(tmp_path):
     plain = tmp_path / "plain.png"
     plt.figure().savefig(plain)
     assert legible_figures.png_stamp(plain) is None
+
+
+def test_bibliography_entries_are_labelled_as_they_are_cited_and_keep_their_titles():
+    import bib_style  # noqa: F401  (registers the style)
+    from pybtex.database import parse_string
+    from pybtex.plugin import find_plugin
+    bib = parse_string(r"""
+    @article{one, author = {Vaswani, Ashish}, title = {Attention Is All You Need}, year = {2017}, journal = {X}}
+    @article{two, author = {Jain, Sarthak and Wallace, Byron}, title = {Attention is not Explanation}, year = {2019},
+             journal = {X}}
+    @article{many, author = {Dao, Tri and Fu, Dan and Ermon, Stefano}, title = {FlashAttention}, year = {2022},
+             journal = {X}}
+    @article{many2, author = {Dao, Tri and Fu, Dan and Ré, Christopher}, title = {Other}, year = {2022}, journal = {X}}
+    @misc{src, author = {{Source text A}}, title = {A Chinese Textbook Chapter}, year = {2026}}
+    """, "bibtex")
+    style = find_plugin("pybtex.style.formatting", "authoryear")()
+    entries = {e.key: e for e in style.format_entries(bib.entries.values())}
+    labels = {key: e.label for key, e in entries.items()}
+    assert labels["one"] == "Vaswani, 2017" and labels["two"] == "Jain and Wallace, 2019"
+    assert {labels["many"], labels["many2"]} == {"Dao et al., 2022a", "Dao et al., 2022b"}
+    assert labels["src"] == "Source text A, 2026"
+    assert "A Chinese Textbook Chapter" in entries["src"].text.render_as("text")     # not "a chinese textbook"

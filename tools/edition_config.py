@@ -48,6 +48,12 @@ def zh_config(base: dict) -> dict:
     sphinx["locale_dirs"] = [LOCALE_DIR]
     sphinx.setdefault("html_context", {})["edition"] = "zh"
     sphinx["pdf_download_file"] = f"_build/pdf/{ZH_PDF}"   # its own PDF, once built
+    # the interface texts of myst-nb and sphinx-togglebutton, which have no Chinese catalogs
+    # ({type} would be filled with an English word; the book hides only inputs)
+    sphinx["nb_code_prompt_show"] = "显示代码"
+    sphinx["nb_code_prompt_hide"] = "隐藏代码"
+    sphinx["togglebutton_hint"] = "点击显示"
+    sphinx["togglebutton_hint_hide"] = "点击隐藏"
     sphinx["pdf_download_toc"] = "_toc_zh.yml"
     extensions = config["sphinx"].setdefault("local_extensions", {})
     extensions.pop("cjk_glosses", None)      # the whole page is Chinese: <html lang="zh-CN">
