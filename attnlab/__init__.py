@@ -4,7 +4,8 @@ The NumPy reference (``softmax``, ``attention``, ``multi_head_attention``) is th
 ``masks``, ``grad`` and ``exact`` build on it; ``torch_ops`` runs the same semantics in
 PyTorch on any device. ``display`` shows exact values with their decimals. ``torch_ops``,
 ``widgets``, ``checks``, ``plots``, ``memory``, ``pretrained`` and ``display`` are imported on
-first use, so ``import attnlab`` stays fast for NumPy work.
+first use, so ``import attnlab`` stays fast for NumPy work. ``set_language("zh_CN")`` switches
+the package's messages, labels and errors to Chinese.
 """
 from __future__ import annotations
 
@@ -13,11 +14,12 @@ import importlib
 from . import exact, grad, masks
 from .cache_size import kv_cache_bytes
 from .errors import AttentionInputError, EmptyVisibilityError, KVCacheError
+from .i18n import set_language
 from .reference import attention, kv_head_for, multi_head_attention, softmax
 
 __all__ = [
     "AttentionInputError", "EmptyVisibilityError", "KVCacheError", "attention", "exact", "grad", "kv_cache_bytes",
-    "kv_head_for", "masks", "multi_head_attention", "softmax",
+    "kv_head_for", "masks", "multi_head_attention", "set_language", "softmax",
 ]
 
 _LAZY = {"torch_ops", "widgets", "checks", "plots", "memory", "pretrained", "display"}

@@ -65,7 +65,8 @@ class Svg:
     @property
     def min_width(self) -> int:
         """The narrowest the picture may be shown: where its smallest text reads at 9 px (never
-        wider than drawn; on a phone the picture then scrolls in its own box instead of shrinking)."""
+        wider than drawn). The book's CSS holds pictures to it below 1200 px, where they then
+        scroll in their own box instead of shrinking; on a desktop column they fit it."""
         return min(self.width, math.ceil(self.width * LEGIBLE_PX / self.smallest_text))
 
     def rect(self, x, y, w, h, fill="none", stroke=None, sw=1.0, opacity=None):
@@ -154,7 +155,7 @@ class Svg:
         return (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {self.width} {self.height}" '
                 f'width="{self.width}" height="{self.height}" font-family="{self.font}" font-size="10" '
                 f'text-anchor="middle" dominant-baseline="middle" '
-                f'style="display:block;max-width:100%;min-width:{self.min_width}px;height:auto;background:white">'
+                f'style="display:block;max-width:100%;--legible-svg-width:{self.min_width}px;height:auto;background:white">'
                 f'{"".join(self.parts)}</svg>')
 
 
