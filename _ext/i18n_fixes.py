@@ -1,4 +1,4 @@
-"""Four fixes that let the Chinese edition translate every visible text of a page, and only that.
+"""Five fixes that let the Chinese edition translate every visible text of a page, and only that.
 
 1. Exercise titles. sphinx-exercise builds the title of an exercise from the directive's argument
    without a source position, and Sphinx's gettext machinery skips nodes without one, so the
@@ -11,7 +11,9 @@
    from the page's glue cache; translators write the short form, as in the English text.
 3. Footnote references in a translated paragraph (``SDPA[^sdpa]``) get stub definitions, since
    MyST reads a reference only where its footnote is defined.
-4. Computed outputs. A cell's Markdown output (the checking page's list of tests, the instructors'
+4. Solution titles repeat their exercise's title as it was read, in English; they get the
+   exercise page's translation of it.
+5. Computed outputs. A cell's Markdown output (the checking page's list of tests, the instructors'
    table of exercises, an explorer's caption) is computed, and in the Chinese edition it is
    computed in Chinese by attnlab's own messages; extracted into the catalogs it would make every
    change to a test docstring a stale translation. Cell outputs are therefore not translatable.
@@ -24,6 +26,7 @@ from pathlib import Path
 from docutils import nodes
 from sphinx.transforms import SphinxTransform, i18n
 from sphinx.transforms.i18n import Locale
+from sphinx.transforms.post_transforms import SphinxPostTransform
 
 SUBTITLE_CLASSES = ("exercise_subtitle", "solution_subtitle")
 
@@ -101,9 +104,43 @@ def _publish_with_page_glue(publish):
     return publish_msgstr
 
 
+class TranslateExerciseTitlesInSolutions(SphinxPostTransform):
+    """A solution's title repeats its exercise's title ("Solution to Exercise 13 (A causal mask
+    ...)"), copied by sphinx-exercise from the exercise as it was read, before translation. In a
+    translated edition the copy is replaced by the exercise page's translation of that title."""
+    default_priority = 22               # after sphinx-exercise writes the solution titles (21)
+
+    def run(self, **kwargs) -> None:
+        from sphinx.locale import init as init_locale
+        from sphinx.util.i18n import docname_to_domain
+        from sphinx_exercise.nodes import exercise_subtitle, solution_node
+
+        config = self.config
+        registry = getattr(self.env, "sphinx_exercise_registry", {})
+        if not config.language or config.language.startswith("en") or not registry:
+            return
+        dirs = [str(Path(self.app.srcdir) / d) for d in config.locale_dirs]
+        for solution in self.document.findall(solution_node):
+            target = registry.get(solution.get("target_label"), {})
+            exercise = target.get("node")
+            subtitles = list(exercise.findall(exercise_subtitle)) if exercise is not None else []
+            if not subtitles:
+                continue
+            english = subtitles[0].astext()
+            domain = docname_to_domain(target.get("docname", ""), config.gettext_compact)
+            catalog, _ = init_locale(dirs, config.language, domain)
+            chinese = catalog.gettext(english)
+            if chinese == english:
+                continue
+            for text in list(solution.children[0].findall(nodes.Text)):
+                if text.astext() == english:
+                    text.parent.replace(text, nodes.Text(chinese))
+
+
 def setup(app):
     app.add_transform(GiveExerciseTitlesASource)
     app.add_transform(KeepCellOutputsUntranslated)
+    app.add_post_transform(TranslateExerciseTitlesInSolutions)
     app.connect("doctree-read", _extract_exercise_titles)
     if not getattr(i18n.publish_msgstr, "_with_page_glue", False):
         i18n.publish_msgstr = _publish_with_page_glue(i18n.publish_msgstr)

@@ -76,3 +76,15 @@ def test_the_switch_opens_the_same_page_in_the_other_edition_and_back(zh_site):
         switch.click()
         page.wait_for_load_state("load")
         assert page.url.endswith("/zh/html/chapters/03_masks.html"), page.url
+
+
+def test_solution_titles_repeat_their_exercise_title_in_chinese(zh_site):
+    from test_browser import ZH_HTML
+
+    titles = [t for page in sorted((ZH_HTML / "solutions").glob("sol*.html"))
+              for t in re.findall(r'class="admonition-title">解答<a [^>]*>([^<]*)</a>', page.read_text())]
+    assert len(titles) > 40, titles[:3]
+    english = [t for t in titles if "(" in t and not CJK.search(t.split("(", 1)[1])]
+    assert not english, f"solution titles with the exercise's English title: {english[:3]}"
+    hints = " ".join(p.read_text() for p in (ZH_HTML / "chapters").glob("*.html"))
+    assert "Click to show" not in hints and "Show code cell" not in hints, "English interface hints are left"
