@@ -16,7 +16,8 @@
 5. Computed outputs. A cell's Markdown output (the checking page's list of tests, the instructors'
    table of exercises, an explorer's caption) is computed, and in the Chinese edition it is
    computed in Chinese by attnlab's own messages; extracted into the catalogs it would make every
-   change to a test docstring a stale translation. Cell outputs are therefore not translatable.
+   change to a test docstring a stale translation. Cell outputs are therefore not translatable,
+   except figure captions, which the author writes in the cell's metadata.
 """
 from __future__ import annotations
 
@@ -53,8 +54,14 @@ class KeepCellOutputsUntranslated(SphinxTransform):
         for output in self.document.findall(nodes.container):
             if output.get("nb_element") != "cell_code_output":
                 continue
+            # a figure's caption is the author's (the cell's metadata): it is translated
+            captions = [n for c in output.findall(nodes.caption) for n in c.findall(nodes.TextElement)]
             for node in output.findall(nodes.TextElement):
-                node["translatable"] = False
+                if node not in captions:
+                    node["translatable"] = False
+            if self.app.builder.name == "gettext":     # an image's alt text is extracted regardless
+                for image in output.findall(nodes.image):
+                    image.attributes.pop("alt", None)
 
 
 def _extract_exercise_titles(app, doctree) -> None:

@@ -33,16 +33,15 @@ def pot_config(base: dict) -> dict:
     sphinx["gettext_compact"] = False          # one catalog per page, named after it
     sphinx["gettext_uuid"] = False
     sphinx["gettext_location"] = False        # line numbers would churn every catalog on each edit
-    # only the sources' text is extracted (cell outputs are computed in each edition's language,
-    # _ext/i18n_fixes.py), so extraction needs no kernel; zh_config turns execution back on
-    config["execute"] = {**config.get("execute", {}), "execute_notebooks": "off"}
+    # the pages execute (from the English cache): a figure's caption, written in the cell's
+    # metadata, exists only once the cell has an output (other output text is not extracted)
     return config
 
 
 def zh_config(base: dict) -> dict:
     config = pot_config(base)
     config["title"] = "注意力，算出来"
-    config["execute"] = {**base["execute"], "cache": ZH_CACHE}
+    config["execute"]["cache"] = ZH_CACHE
     sphinx = _sphinx_config(config)
     sphinx["language"] = "zh_CN"
     sphinx["locale_dirs"] = [LOCALE_DIR]

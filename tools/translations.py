@@ -64,11 +64,11 @@ def table(rows: list[Coverage]) -> str:
 
 
 def extract() -> Path:
-    """The English text of every page, one .pot per page (no execution: outputs are not extracted)."""
+    """The English text of every page, one .pot per page (executed from the English cache)."""
     shutil.rmtree(POT_OUT, ignore_errors=True)      # Sphinx would skip pages it read before
     subprocess.run([sys.executable, str(ROOT / "tools" / "edition_config.py"), "pot"], check=True,
                    stdout=subprocess.DEVNULL)
-    # unexecuted pages warn that their glue values are absent; only a failure is worth showing
+    # the build's own chatter (kernels starting) is noise; only a failure is worth showing
     done = subprocess.run([str(BIN / "jupyter-book"), "build", str(ROOT), "--config", str(ROOT / "_config_pot.yml"),
                            "--toc", str(ROOT / "_toc_pot.yml"),
                            "--builder", "custom", "--custom-builder", "gettext", "--path-output", str(POT_OUT)],
