@@ -142,6 +142,20 @@ class TranslateExerciseTitlesInSolutions(SphinxPostTransform):
             for text in list(solution.children[0].findall(nodes.Text)):
                 if text.astext() == english:
                     text.parent.replace(text, nodes.Text(chinese))
+        if config.language.startswith("zh"):
+            self._full_width_parentheses()
+
+    def _full_width_parentheses(self) -> None:
+        """"练习 13（带偏移的因果掩码）": sphinx-exercise writes " (" and ")" around a title."""
+        from sphinx_exercise.nodes import exercise_enumerable_node, solution_node
+
+        for box in [*self.document.findall(exercise_enumerable_node), *self.document.findall(solution_node)]:
+            if not box.children or not isinstance(box.children[0], nodes.title):
+                continue
+            for text in list(box.children[0].findall(nodes.Text)):
+                marks = {" (": "（", "(": "（", ")": "）"}
+                if text.astext() in marks:
+                    text.parent.replace(text, nodes.Text(marks[text.astext()]))
 
 
 def setup(app):

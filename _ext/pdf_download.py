@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 
 KEY = "_pdf_download_path"
+TOOLTIPS = {"en": "Download the whole book as a PDF", "zh": "下载整本书的 PDF"}
 
 
 def _find_pdf(app) -> None:
@@ -31,7 +32,7 @@ def _add_button(app, pagename, templatename, context, doctree) -> None:
     context["header_buttons"].insert(0, {
         "type": "link",
         "url": context["pathto"](pdf.name, 1),
-        "tooltip": "Download the whole book as a PDF",
+        "tooltip": TOOLTIPS["zh" if (app.config.language or "").startswith("zh") else "en"],
         "icon": "fas fa-file-pdf",
         "label": "download-book-pdf-button",
     })
