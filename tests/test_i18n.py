@@ -63,7 +63,8 @@ PO = ROOT / "attnlab" / "locale" / "zh_CN" / "LC_MESSAGES" / "attnlab.po"
 CONVERTED = ["reference.py", "_validate.py", "masks.py", "grad.py", "exact.py", "display.py", "errors.py",
              "checks/result.py", "checks/engine.py", "checks/registry.py", "checks/limits.py", "checks/catalogue.py",
              "checks/softmax.py", "checks/attention.py", "checks/masks.py", "checks/causal.py", "checks/backward.py",
-             "checks/cost.py", "checks/chunked.py", "checks/structure.py",
+             "checks/cost.py", "checks/chunked.py", "checks/structure.py", "checks/heads.py",
+             "checks/kv_cache.py", "checks/pretrained.py", "checks/answers.py", "checks/answer_table.py",
              "torch_ops/_checks.py", "torch_ops/attention.py", "torch_ops/mha.py", "torch_ops/kv_cache.py",
              "torch_ops/mla.py", "plots.py", "widgets/_base.py", "widgets/_svg.py", "widgets/state.py",
              "widgets/convex.py", "widgets/gqa.py", "widgets/heads.py", "widgets/mask.py", "widgets/scaling.py"]
@@ -148,7 +149,7 @@ def test_every_entry_is_translated_and_none_is_fuzzy():
 
 
 # Messages with no words to translate: the layout of a checker's verdict line (its words are placeholders).
-PURE_LAYOUT = {"{symbol} {task}: {status}. {message}", "{symbol} {task}: {status}."}
+PURE_LAYOUT = {"{symbol} {task}: {status}. {message}", "{symbol} {task}: {status}.", "{problem}. ({question})"}
 
 
 def placeholders(text: str) -> set[tuple]:

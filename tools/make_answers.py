@@ -197,6 +197,12 @@ def _text(text: str, indent: int) -> str:
     return "(" + ("\n" + " " * (indent + 1)).join(repr(p) for p in parts) + ")"
 
 
+def _marked(text: str, indent: int) -> str:
+    """``text`` as an N_() call, so that tools/compile_messages.py extracts it for the translators."""
+    literal = _text(text, indent + 2)
+    return f"N_{literal}" if literal.startswith("(") else f"N_({literal})"
+
+
 def _digests(digests: tuple, indent: int) -> str:
     if len(repr(digests)) + indent < 110:
         return repr(digests)
@@ -225,7 +231,7 @@ def render(values: dict) -> str:
                                  f"merge them into one hint")
             seen[wrong_digests] = meaning
             hints.append((wrong_digests, meaning))
-        lines += [f"    {name!r}: Answer(", f"        N_({_text(q.question, 11)}),",
+        lines += [f"    {name!r}: Answer(", f"        {_marked(q.question, 8)},",
                   f"        {tuple(arr.shape)!r}, {q.exponent}, {q.exact},", f"        {_digests(digests, 8)},",
                   "        ("]
         lines += [f"            ({_digests(w, 13)},\n             {_text(m, 13)})," for w, m in hints]

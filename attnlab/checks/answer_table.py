@@ -77,8 +77,8 @@ ANSWERS = {
         ),
     ),
     'scaling.dropout_rowsum_var': Answer(
-        N_(('the variance of the row sum after dropout with keep probability 0.9 on the row (0.5, 0.3, '
-            '0.2)')),
+        N_('the variance of the row sum after dropout with keep probability 0.9 on the row (0.5, 0.3, '
+           '0.2)'),
         (), -5, False,
         ('cc4378fa300ca49c',),
         (
@@ -156,8 +156,8 @@ ANSWERS = {
         ),
     ),
     'worked.cross_attention': Answer(
-        N_(('the output O (3 x 2) of the cross-attention example with scores (0, 0), (log 3, 0), (0, '
-            'log 3)')),
+        N_('the output O (3 x 2) of the cross-attention example with scores (0, 0), (log 3, 0), (0, '
+           'log 3)'),
         (3, 2), -3, False,
         ('c51475929d43f499',
          '06c274ea6609860c',
@@ -241,8 +241,8 @@ ANSWERS = {
         ),
     ),
     'cost.kv_bytes_5_7': Answer(
-        N_(('the bytes of the KV cache of one layer with 6 KV heads of width 64, 2048 positions, 2 '
-            'bytes each')),
+        N_('the bytes of the KV cache of one layer with 6 KV heads of width 64, 2048 positions, 2 '
+           'bytes each'),
         (), 0, True,
         ('abe4d74c5de84c7e',),
         (
@@ -315,8 +315,8 @@ ANSWERS = {
         ),
     ),
     'pretrained.max_special_share': Answer(
-        N_(("the largest share of a head's weight on [CLS] and [SEP] (mean over real queries) among the"
-            ' 72 heads of all-MiniLM-L6-v2 on the four sentences of exercises 9')),
+        N_("the largest share of a head's weight on [CLS] and [SEP] (mean over real queries) among the"
+           ' 72 heads of all-MiniLM-L6-v2 on the four sentences of exercises 9'),
         (), -4, False,
         ('cdbb5f6ebba99685',),
         (
