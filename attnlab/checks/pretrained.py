@@ -241,7 +241,7 @@ def check_head_weights(run, fn):
         B, T, _unused = x.shape
         got = _run_layer(run, fn, case, x, p, h, valid, (B, T, T))
         expected = head_weights_reference(x, p, h, valid)
-        _compare(run, case, got, expected, HEAD_WEIGHT_MISTAKES, (x, p, h, valid), "the weights", rows=valid,
+        _compare(run, case, got, expected, HEAD_WEIGHT_MISTAKES, (x, p, h, valid), N_("the weights"), rows=valid,
                  properties=_weight_properties(valid))
     return run.passed(_("All {n_cases} cases match attnlab's attention on head h's slice of Q and "
                         "K, with the biases, the 1/sqrt(d_head) scaling and the padded keys "
@@ -352,7 +352,7 @@ def check_special_share(run, fn):
         got = run.array(out, case, "your result", shape=(weights.shape[1],), shape_hint=_share_shape_hint,
                         kind="any", dtype="float64")
         _compare(run, case, got, special_share_reference(weights, lengths), SHARE_MISTAKES, (weights, lengths),
-                 "your result")
+                 N_("your result"))
     return run.passed(_("All {n_cases} cases match: [CLS] at key 0 and [SEP] at key `lengths[b] - "
                         "1`, every real query counted once, padded queries left out.").format(n_cases=len(cases)))
 
@@ -436,7 +436,7 @@ def check_ablated_output(run, fn):
     for case, x, p, h, valid in cases:
         got = _run_layer(run, fn, case, x, p, h, valid, x.shape)
         _compare(run, case, got, ablated_output_reference(x, p, h, valid), ABLATION_MISTAKES, (x, p, h, valid),
-                 "the output", rows=valid)
+                 N_("the output"), rows=valid)
     return run.passed(_("All {n_cases} cases match the layer with head h's rows of W_O zeroed: the "
                         "other heads, b_O and every bias of the other heads untouched, on every "
                         "real query.").format(n_cases=len(cases)))
