@@ -63,7 +63,8 @@ PO = ROOT / "attnlab" / "locale" / "zh_CN" / "LC_MESSAGES" / "attnlab.po"
 CONVERTED = ["reference.py", "_validate.py", "masks.py", "grad.py", "exact.py", "display.py", "errors.py",
              "checks/result.py", "checks/engine.py", "checks/registry.py", "checks/limits.py", "checks/catalogue.py",
              "checks/softmax.py", "checks/attention.py", "checks/masks.py", "checks/causal.py", "checks/backward.py",
-             "checks/cost.py", "checks/chunked.py", "checks/structure.py",
+             "checks/cost.py", "checks/chunked.py", "checks/structure.py", "checks/heads.py",
+             "checks/kv_cache.py", "checks/pretrained.py", "checks/answers.py", "checks/answer_table.py",
              "torch_ops/_checks.py", "torch_ops/attention.py", "torch_ops/mha.py", "torch_ops/kv_cache.py",
              "torch_ops/mla.py", "plots.py", "widgets/_base.py", "widgets/_svg.py", "widgets/state.py",
              "widgets/convex.py", "widgets/gqa.py", "widgets/heads.py", "widgets/mask.py", "widgets/scaling.py"]
@@ -148,7 +149,7 @@ def test_every_entry_is_translated_and_none_is_fuzzy():
 
 
 # Messages with no words to translate: the layout of a checker's verdict line (its words are placeholders).
-PURE_LAYOUT = {"{symbol} {task}: {status}. {message}", "{symbol} {task}: {status}."}
+PURE_LAYOUT = {"{symbol} {task}: {status}. {message}", "{symbol} {task}: {status}.", "{problem}. ({question})"}
 
 
 def placeholders(text: str) -> set[tuple]:
@@ -493,3 +494,117 @@ def test_the_torch_empty_row_message_is_the_numpy_one_in_both_languages():
                                                             torch.from_numpy(v), allowed=allowed),
                              al.EmptyVisibilityError)
         assert str(torch_error) == str(numpy_error)
+
+
+# --- the checkers of chapters 9 and 10 and check_answer in Chinese ------------------------------
+
+def _chapter_cases():
+    """(checker, a right answer, a wrong one, the mistake it must be named with); the answers are the
+    ones the checkers' own tests use (tests/checks/)."""
+    from checks import test_heads as th
+    from checks import test_kv_cache as tk
+    from checks import test_pretrained as tp
+
+    ring_slot = lambda p, w, s: p if p < s else s + (p - s) % w            # noqa: E731
+    return {
+        "check_kv_head_map": (lambda H, Hkv: [h // (H // Hkv) for h in range(H)],
+                              lambda H, Hkv: [h % Hkv for h in range(H)], "modulo"),
+        "check_gqa_attention": (th.gqa, None, None),
+        "check_split_heads": (th.split, None, None),
+        "check_merge_heads": (th.merge, None, None),
+        "check_mha_from_torch": (th.mha_by_hand, lambda x, m: th.mha_by_hand(x, m, transpose=False),
+                                 "untransposed_weights"),
+        "check_ring_slot": (ring_slot, lambda p, w, s: p, "no_wrap"),
+        "check_ring_attend": (tk.ring_attend, lambda *a: tk.ring_attend(*a, sinks=False), "no_sinks"),
+        "check_absorbed_attention": (tk.absorbed, lambda *a: tk.absorbed(*a, uk_t=False), "no_transpose"),
+        "check_gather_blocks": (tk.gather, lambda pool, table, n: np.concatenate([pool[b] for b in table]),
+                                "whole_blocks"),
+        "check_bytes_per_token": (tk.per_token, lambda c, n: tk.per_token(c, n) // c["layers"], "one_layer"),
+        "check_head_weights": (tp.head_weights_numpy,
+                               lambda x, p, h, v: tp.head_weights_numpy(x, p, h, v, scale=1.0), "no_scale"),
+        "check_special_share": (tp.P.special_share_reference, None, None),
+    }
+
+
+# English words of these verdicts (task names, "Both cases match", "you dropped the sinks", ...)
+ENGLISH_WORDS = ["match", "cases", "missing", "you", "your", "Correct", "Replace", "answer", "heads", "slot", "the"]
+
+
+def _assert_chinese(result, english):
+    text = re.sub(r"'[^']*'|`[^`]*`", "", str(result))      # quoted code and keys such as 'heads' are not words
+    assert CJK.search(result.message) and CJK.search(i18n._(result.task)), text
+    assert [w for w in ENGLISH_WORDS if re.search(rf"\b{w}\b", text)] == [], text   # n_heads, slot_pos are code
+    assert (result.status, result.mistake) == (english.status, english.mistake)
+
+
+@pytest.mark.parametrize("name", ["check_kv_head_map", "check_gqa_attention", "check_split_heads", "check_merge_heads",
+                                  "check_mha_from_torch", "check_ring_slot", "check_ring_attend",
+                                  "check_absorbed_attention", "check_gather_blocks", "check_bytes_per_token",
+                                  "check_head_weights", "check_special_share"])
+def test_a_chapter_9_or_10_checker_speaks_chinese_for_a_stub_a_right_answer_and_a_mistake(name):
+    from attnlab import checks
+
+    right, wrong, mistake = _chapter_cases()[name]
+    check = getattr(checks, name)
+    calls = [(_stub, "not attempted yet"), (right, "passed")] + ([(wrong, "failed")] if wrong else [])
+    english = [check(fn) for fn, _status in calls]
+    assert [r.status for r in english] == [status for _fn, status in calls]
+    if wrong:
+        assert english[-1].mistake == mistake
+    i18n.set_language("zh_CN")
+    chinese = [check(fn) for fn, _status in calls]
+    for zh, en in zip(chinese, english):
+        _assert_chinese(zh, en)
+    i18n.set_language("en")
+    assert [str(check(fn)) for fn, _status in calls] == [str(r) for r in english]
+
+
+def test_check_answer_speaks_chinese_with_the_question_described_in_chinese():
+    from attnlab import checks
+
+    calls = [("cost.attn_bytes_2k", ...), ("scaling.var_unscaled", 64 * 16), ("cost.attn_bytes_2k", 2048 ** 2 * 4),
+             ("cost.attn_bytes_2k", "8 MB"), ("no.such_question", 1)]
+    english = [checks.check_answer(*call) for call in calls]
+    assert [r.status for r in english] == ["not attempted yet", "passed", "failed", "failed", "failed"]
+    assert english[1].message.startswith("Correct: the variance") and "1024" in english[1].message
+    i18n.set_language("zh_CN")
+    chinese = [checks.check_answer(*call) for call in calls]
+    for zh, en in zip(chinese, english):
+        _assert_chinese(zh, en)
+    assert "尚未作答" in str(chinese[0]) and "n = 2048" in chinese[0].message and "fp16" in chinese[0].message
+    assert "通过" in str(chinese[1]) and "= 1024" in chinese[1].message
+    assert "'8 MB'" in chinese[3].message
+    i18n.set_language("en")
+    assert [str(checks.check_answer(*call)) for call in calls] == [str(r) for r in english]
+
+
+def test_every_answer_description_is_translated():
+    from attnlab.checks.answer_table import ANSWERS
+
+    i18n.set_language("zh_CN")
+    assert [name for name, a in ANSWERS.items() if not CJK.search(i18n._(a.question))] == []
+
+
+def test_the_mistakes_of_chapters_9_and_10_and_check_answer_are_explained_in_chinese():
+    from attnlab.checks.catalogue import CATALOGUE, summary
+
+    names = ["check_ablated_output", "check_absorbed_attention", "check_answer", "check_gather_blocks",
+             "check_gqa_attention", "check_head_weights", "check_kv_head_map", "check_merge_heads",
+             "check_mha_from_torch", "check_ring_attend", "check_ring_slot", "check_special_share",
+             "check_split_heads", "check_bytes_per_token"]
+    i18n.set_language("zh_CN")
+    english = [(n, m.name) for n in names for m in CATALOGUE[n] if not CJK.search(summary(m.explanation))]
+    assert english == []
+
+
+def test_the_instructors_table_cell_never_shows_a_full_stop_before_a_separator():
+    from attnlab.checks.catalogue import CATALOGUE, summaries_line, summary
+
+    named = {m.name: summary(m.explanation) for m in CATALOGUE["check_ring_attend"]}
+    english = summaries_line(named)
+    assert english.count("; `") == len(named) - 1 and english.endswith(".")
+    i18n.set_language("zh_CN")
+    named = {m.name: summary(m.explanation) for m in CATALOGUE["check_ring_attend"]}
+    chinese = summaries_line(named)
+    assert "。；" not in chinese and ".；" not in chinese and chinese.count("；`") == len(named) - 1
+    assert chinese.endswith("。") and not chinese.endswith("。。") and CJK.search(chinese)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..i18n import N_, _
 from . import result as R
 from .engine import Mistake, is_tensor, kind_of, tensor_to_numpy
 from .registry import checker
@@ -56,39 +57,40 @@ def _entry_ok(name, index, x, exponent, exact, digest) -> bool:
 def _as_entries(value, answer: Answer):
     """The answer's entries as floats, or a sentence saying why the value cannot be read."""
     if isinstance(value, (str, bytes)):
-        return None, (f"you gave the text {value[:40]!r}; give the number itself (without quotes), computed in "
-                      f"Python")
+        return None, _("you gave the text {text!r}; give the number itself (without quotes), computed in "
+                       "Python").format(text=value[:40])
     if isinstance(value, (bool, np.bool_)):
-        return None, "you gave a boolean (True/False); give a number"
+        return None, _("you gave a boolean (True/False); give a number")
     if isinstance(value, (types.GeneratorType, dict, set)) or callable(value):
-        return None, f"you gave {kind_of(value)}; give a number or a list of numbers"
+        return None, _("you gave {kind}; give a number or a list of numbers").format(kind=kind_of(value))
     if is_tensor(value):
         try:
             value = tensor_to_numpy(value)
         except Exception:   # e.g. the "meta" device holds no values
-            return None, f"could not read the values of a tensor on the device {value.device}"
+            return None, _("could not read the values of a tensor on the device {device}").format(device=value.device)
     try:
         arr = np.asarray(value, dtype=float)
     except (TypeError, ValueError):
         try:      # SymPy matrices and nested lists of SymPy numbers
             arr = np.array(np.asarray(value, dtype=object).tolist(), dtype=float)
         except Exception:
-            return None, f"could not read {kind_of(value)} as a number or an array of numbers"
+            return None, _("could not read {kind} as a number or an array of numbers").format(kind=kind_of(value))
     if arr.shape != tuple(answer.shape):
-        want = "a single number" if answer.shape == () else f"an array of shape {tuple(answer.shape)}"
-        return None, f"the answer is {want}; you gave shape {arr.shape}"
+        want = (_("a single number") if answer.shape == () else
+                _("an array of shape {shape}").format(shape=tuple(answer.shape)))
+        return None, _("the answer is {want}; you gave shape {shape}").format(want=want, shape=arr.shape)
     if not np.all(np.isfinite(arr)):
-        return None, "the answer contains nan or inf"
+        return None, _("the answer contains nan or inf")
     return arr.reshape(-1), None
 
 
-UNKNOWN_QUESTION = Mistake("unknown_question", "there is no question of that name.")
-UNREADABLE = Mistake("unreadable", "the value is not a number (or array of numbers) of the expected shape.")
-KNOWN_WRONG = Mistake("known_wrong_answer", "a known wrong number, with what it usually means (e.g. the unscaled "
-                      "value, the MHA cache).")
+UNKNOWN_QUESTION = Mistake("unknown_question", N_("there is no question of that name."))
+UNREADABLE = Mistake("unreadable", N_("the value is not a number (or array of numbers) of the expected shape."))
+KNOWN_WRONG = Mistake("known_wrong_answer", N_("a known wrong number, with what it usually means (e.g. the unscaled "
+                                               "value, the MHA cache)."))
 
 
-@checker("answer", [KNOWN_WRONG, UNKNOWN_QUESTION, UNREADABLE], takes_function=False)
+@checker(N_("answer"), [KNOWN_WRONG, UNKNOWN_QUESTION, UNREADABLE], takes_function=False)
 def check_answer(run, name, value=...):
     """Check a numeric answer to the question called ``name``.
 
@@ -98,34 +100,44 @@ def check_answer(run, name, value=...):
     """
     from .answer_table import ANSWERS
 
-    task = f"answer {name}"
+    task = _("answer {name}").format(name=name)
     if not isinstance(name, str):
-        return R.failed("answer", f"The first argument is the question's name, a string such as \"qkv.shapes\"; "
-                                  f"got {kind_of(name)}.", UNKNOWN_QUESTION.name)
+        return R.failed(_("answer"), _("The first argument is the question's name, a string such as \"qkv.shapes\"; "
+                                    "got {kind}.").format(kind=kind_of(name)), UNKNOWN_QUESTION.name)
     answer = ANSWERS.get(name)
     if answer is None:
-        close = [n for n in ANSWERS if n.split(".")[0] == name.split(".")[0]]
-        return R.failed(task, f"There is no question called {name!r}." +
-                        (f" Questions of this chapter: {', '.join(close)}." if close else ""), UNKNOWN_QUESTION.name)
+        close = ", ".join(n for n in ANSWERS if n.split(".")[0] == name.split(".")[0])
+        return R.failed(task, _("There is no question called {name!r}.").format(name=name) +
+                        (_(" Questions of this chapter: {names}.").format(names=close) if close else ""),
+                        UNKNOWN_QUESTION.name)
+    question = _(answer.question)
     if value is ... or value is None:
-        return R.CheckResult(task, R.NOT_ATTEMPTED, f"Replace `...` with your answer: {answer.question}.")
+        return R.CheckResult(task, R.NOT_ATTEMPTED, _("Replace `...` with your answer: {question}.").format(
+            question=question))
     flat, problem = _as_entries(value, answer)
     if problem is not None:
-        return R.failed(task, f"{problem[0].upper()}{problem[1:]}. ({answer.question})", UNREADABLE.name)
+        return R.failed(task, _("{problem}. ({question})").format(problem=problem[0].upper() + problem[1:],
+                                                                 question=question), UNREADABLE.name)
     ok = [_entry_ok(name, i, x, answer.exponent, answer.exact, d) for i, (x, d) in enumerate(zip(flat, answer.digests))]
     if all(ok):
-        return R.passed(task, f"Correct: {answer.question} = {_show(flat, answer)}.")
+        return R.passed(task, _("Correct: {question} = {value}.").format(question=question, value=_show(flat, answer)))
     for wrong, meaning in answer.hints:
         if all(_entry_ok(name, i, x, answer.exponent, answer.exact, d) for i, (x, d) in enumerate(zip(flat, wrong))):
-            return R.failed(task, f"Not yet ({answer.question}). {meaning}", KNOWN_WRONG.name)
-    precision = ("exactly" if answer.exact else
-                 f"to within {10.0 ** answer.exponent:g} (compute it in Python rather than typing a rounded value)")
+            return R.failed(task, _("Not yet ({question}). {meaning}").format(question=question, meaning=_(meaning)),
+                            KNOWN_WRONG.name)
+    precision = (_("exactly") if answer.exact else
+                 _("to within {step:g} (compute it in Python rather than typing a rounded value)").format(
+                     step=10.0 ** answer.exponent))
     if answer.shape == ():
-        return R.failed(task, f"Not yet ({answer.question}). The answer must match {precision}.")
+        return R.failed(task, _("Not yet ({question}). The answer must match {precision}.").format(
+            question=question, precision=precision))
     index = [tuple(int(i) for i in np.unravel_index(j, answer.shape)) for j, good in enumerate(ok) if not good]
     shown = ", ".join(str(i if len(i) > 1 else i[0]) for i in index)
-    which = f"Entry {shown} does" if len(index) == 1 else f"Entries {shown} do"
-    return R.failed(task, f"Not yet ({answer.question}). {which} not match; the answer must match {precision}.")
+    if len(index) == 1:
+        text = _("Not yet ({question}). Entry {shown} does not match; the answer must match {precision}.")
+    else:
+        text = _("Not yet ({question}). Entries {shown} do not match; the answer must match {precision}.")
+    return R.failed(task, text.format(question=question, shown=shown, precision=precision))
 
 
 def _show(flat, answer: Answer) -> str:

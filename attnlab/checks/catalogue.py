@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from ..i18n import _
+from ..i18n import _, get_language
 from . import topics  # noqa: F401  (importing the topics fills the registry)
 from .engine import Mistake
 from .registry import COMMON_MISTAKES, REGISTRY
@@ -33,3 +33,12 @@ def summary(explanation: str) -> str:
         return text.split("\u3002")[0] + "\u3002"
     first = re.split(r"(?<=[A-Za-z0-9)\]])\. (?=[A-Z`(])", text)[0]
     return first.rstrip(".") + "."
+
+
+def summaries_line(named: dict[str, str]) -> str:
+    """``{mistake name: summary}`` as one table cell: "`a`: first.; `b`: second." in English; in Chinese the
+    sentences are joined with "；" and only the last keeps its "。" (never "。；")."""
+    if get_language() != "zh_CN":
+        return "; ".join(f"`{name}`: {text}" for name, text in named.items())
+    parts = [f"`{name}`：{text.rstrip(chr(0x3002) + '.')}" for name, text in named.items()]
+    return "\uff1b".join(parts) + ("\u3002" if parts else "")

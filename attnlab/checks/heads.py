@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import reference as ref
+from ..i18n import N_, _
 from .engine import FLOAT32, Mistake, error_hint, models
 from .kernels import attend
 from .registry import checker
@@ -17,16 +18,16 @@ SPLIT_MISTAKES: list[Mistake] = []
 model = models(SPLIT_MISTAKES)
 
 
-@model("reshape_without_transpose", "you reshaped (B, T, H*d) straight to (B, H, T, d). The memory order is T "
+@model("reshape_without_transpose", N_("you reshaped (B, T, H*d) straight to (B, H, T, d). The memory order is T "
        "before H, so this mixes positions and heads. Reshape to (B, T, H, d) first, then swap the T and H axes: "
-       "`x.reshape(B, T, H, d).transpose(1, 2)`.")
+       "`x.reshape(B, T, H, d).transpose(1, 2)`."))
 def split_heads_without_transpose(x, n_heads):
     B, T, D = x.shape
     return x.reshape(B, n_heads, T, D // n_heads)
 
 
-@model("interleaved", "your heads are interleaved: head h took features h, h + H, h + 2H, ... Head h owns the "
-       "contiguous block of features h*d .. (h+1)*d - 1: reshape to (B, T, H, d), not (B, T, d, H).")
+@model("interleaved", N_("your heads are interleaved: head h took features h, h + H, h + 2H, ... Head h owns the "
+       "contiguous block of features h*d .. (h+1)*d - 1: reshape to (B, T, H, d), not (B, T, d, H)."))
 def split_heads_interleaved(x, n_heads):
     B, T, D = x.shape
     return x.reshape(B, T, D // n_heads, n_heads).transpose(0, 3, 1, 2)
@@ -36,15 +37,15 @@ MERGE_MISTAKES: list[Mistake] = []
 model = models(MERGE_MISTAKES)
 
 
-@model("reshape_without_transpose", "you reshaped (B, H, T, d) straight to (B, T, H*d), which mixes positions and "
-       "heads. Move the head axis back next to the features first: `x.transpose(1, 2).reshape(B, T, H * d)`.")
+@model("reshape_without_transpose", N_("you reshaped (B, H, T, d) straight to (B, T, H*d), which mixes positions and "
+       "heads. Move the head axis back next to the features first: `x.transpose(1, 2).reshape(B, T, H * d)`."))
 def merge_heads_without_transpose(x):
     B, H, T, d = x.shape
     return x.reshape(B, T, H * d)
 
 
-@model("interleaved", "your merged features are interleaved (feature order d, H). Head h's output must occupy "
-       "features h*d .. (h+1)*d - 1: transpose to (B, T, H, d) and then reshape.")
+@model("interleaved", N_("your merged features are interleaved (feature order d, H). Head h's output must occupy "
+       "features h*d .. (h+1)*d - 1: transpose to (B, T, H, d) and then reshape."))
 def merge_heads_interleaved(x):
     B, H, T, d = x.shape
     return x.transpose(0, 2, 3, 1).reshape(B, T, d * H)
@@ -54,14 +55,14 @@ HEAD_MAP_MISTAKES: list[Mistake] = []
 model = models(HEAD_MAP_MISTAKES)
 
 
-@model("modulo", "repeat instead of repeat_interleave: query head h must read KV head h // r with r = n_heads / "
-       "n_kv_heads (consecutive query heads share a KV head), not h % n_kv_heads.")
+@model("modulo", N_("repeat instead of repeat_interleave: query head h must read KV head h // r with r = n_heads / "
+       "n_kv_heads (consecutive query heads share a KV head), not h % n_kv_heads."))
 def head_map_modulo(n_heads, n_kv_heads):
     return [h % n_kv_heads for h in range(n_heads)]
 
 
-@model("divide_by_kv_heads", "you divided by n_kv_heads; divide by the group size r = n_heads / n_kv_heads: "
-       "g(h) = h // r.")
+@model("divide_by_kv_heads", N_("you divided by n_kv_heads; divide by the group size r = n_heads / n_kv_heads: "
+       "g(h) = h // r."))
 def head_map_divide_by_kv_heads(n_heads, n_kv_heads):
     return [h // n_kv_heads for h in range(n_heads)]
 
@@ -70,16 +71,16 @@ GQA_MISTAKES: list[Mistake] = []
 model = models(GQA_MISTAKES)
 
 
-@model("repeat_not_interleave", "repeat instead of repeat_interleave for GQA: `k.repeat(1, r, 1, 1)` tiles the KV "
+@model("repeat_not_interleave", N_("repeat instead of repeat_interleave for GQA: `k.repeat(1, r, 1, 1)` tiles the KV "
        "heads (0, 1, 0, 1, ...), so query head h reads KV head h % H_kv. Query head h must read KV head h // r: use "
-       "`k.repeat_interleave(r, dim=-3)` (or SDPA's `enable_gqa=True`).")
+       "`k.repeat_interleave(r, dim=-3)` (or SDPA's `enable_gqa=True`)."))
 def gqa_tiled(q, k, v):
     r = q.shape[-3] // k.shape[-3]
     reps = (1,) * (k.ndim - 3) + (r, 1, 1)
     return attend(q, np.tile(k, reps), np.tile(v, reps))       # head h reads KV head h % H_kv
 
 
-@model("no_scale", "missing scaling: divide the scores by sqrt(d_k).")
+@model("no_scale", N_("missing scaling: divide the scores by sqrt(d_k)."))
 def gqa_without_scale(q, k, v):
     r = q.shape[-3] // k.shape[-3]
     return attend(q, np.repeat(k, r, axis=-3), np.repeat(v, r, axis=-3), scale=1.0)
@@ -92,65 +93,68 @@ def _torch():
 
 def _view_hint(err):
     if "view size is not compatible" in str(err):
-        return ("after `transpose` the tensor is no longer contiguous, so `.view` cannot reshape it: use "
-                "`.reshape(...)` or `.contiguous().view(...)`.")
+        return _("after `transpose` the tensor is no longer contiguous, so `.view` cannot reshape it: use "
+                 "`.reshape(...)` or `.contiguous().view(...)`.")
     return error_hint(err)
 
 
-@checker("split heads", SPLIT_MISTAKES)
+@checker(N_("split heads"), SPLIT_MISTAKES)
 def check_split_heads(run, fn):
     """Check ``fn(x, n_heads)``: torch (B, T, H*d) -> (B, H, T, d), head h owning features h*d..(h+1)*d-1."""
     torch = _torch()
-    cases = [("x of shape (B, T, H*d) = (2, 3, 4*5) with n_heads = 4", (2, 3, 4, 5)),
-             ("x of shape (1, 6, 3*2) with n_heads = 3", (1, 6, 3, 2))]
+    cases = [(N_("x of shape (B, T, H*d) = (2, 3, 4*5) with n_heads = 4"), (2, 3, 4, 5)),
+             (N_("x of shape (1, 6, 3*2) with n_heads = 3"), (1, 6, 3, 2))]
     for case, (B, T, H, d) in cases:
         x = torch.arange(B * T * H * d, dtype=torch.float32).reshape(B, T, H * d)
         out = run.call(fn, case, x, H, hint=_view_hint)
-        hint = (lambda s, B=B, T=T, H=H, d=d: "you have (B, T, H, d); swap the T and H axes with `.transpose(1, 2)`."
-                if tuple(s) == (B, T, H, d) else None)
+        hint = (lambda s, B=B, T=T, H=H, d=d: _("you have (B, T, H, d); swap the T and H axes with "
+                                                 "`.transpose(1, 2)`.") if tuple(s) == (B, T, H, d) else None)
         got = run.array(out, case, shape=(B, H, T, d), shape_hint=hint, kind="torch", dtype="float")
         expected = x.numpy().reshape(B, T, H, d).transpose(0, 2, 1, 3)
         run.compare(case, got, expected, SPLIT_MISTAKES, args=(x.numpy().astype(float), H))
-    return run.passed("Both cases match: (B, T, H*d) -> (B, T, H, d) -> (B, H, T, d).")
+    return run.passed(_("Both cases match: (B, T, H*d) -> (B, T, H, d) -> (B, H, T, d)."))
 
 
-@checker("merge heads", MERGE_MISTAKES)
+@checker(N_("merge heads"), MERGE_MISTAKES)
 def check_merge_heads(run, fn):
     """Check ``fn(x)``: torch (B, H, T, d) -> (B, T, H*d), the inverse of splitting the heads."""
     torch = _torch()
-    cases = [("x of shape (B, H, T, d) = (2, 4, 3, 5)", (2, 4, 3, 5)), ("x of shape (1, 3, 6, 2)", (1, 3, 6, 2))]
+    cases = [(N_("x of shape (B, H, T, d) = (2, 4, 3, 5)"), (2, 4, 3, 5)),
+             (N_("x of shape (1, 3, 6, 2)"), (1, 3, 6, 2))]
     for case, (B, H, T, d) in cases:
         x = torch.arange(B * H * T * d, dtype=torch.float32).reshape(B, H, T, d)
         got = run.array(run.call(fn, case, x, hint=_view_hint), case, shape=(B, T, H * d), kind="torch",
                         dtype="float")
         expected = x.numpy().transpose(0, 2, 1, 3).reshape(B, T, H * d)
         run.compare(case, got, expected, MERGE_MISTAKES, args=(x.numpy().astype(float),))
-    return run.passed("Both cases match: (B, H, T, d) -> (B, T, H, d) -> (B, T, H*d), the inverse of the split.")
+    return run.passed(_("Both cases match: (B, H, T, d) -> (B, T, H, d) -> (B, T, H*d), the "
+                        "inverse of the split."))
 
 
-@checker("KV head map", HEAD_MAP_MISTAKES)
+@checker(N_("KV head map"), HEAD_MAP_MISTAKES)
 def check_kv_head_map(run, fn):
     """Check ``fn(n_heads, n_kv_heads)``: the list (or integer array) whose entry h is the KV head that query
     head h reads."""
     cases = [(8, 2), (6, 3), (8, 8), (8, 1), (32, 8)]
     for H, H_kv in cases:
-        case = f"n_heads = {H}, n_kv_heads = {H_kv}"
+        case = "n_heads = {H}, n_kv_heads = {H_kv}".format(H=H, H_kv=H_kv)
         got = run.array(run.call(fn, case, H, H_kv), case, "the map", shape=(H,), kind="any", dtype="int")
         expected = np.array([ref.kv_head_for(h, H, H_kv) for h in range(H)])
-        run.compare(case, got, expected, HEAD_MAP_MISTAKES, args=(H, H_kv), tol=None, name="the map")
-    return run.passed(f"All {len(cases)} cases match g(h) = h // (n_heads / n_kv_heads), from MHA to MQA.")
+        run.compare(case, got, expected, HEAD_MAP_MISTAKES, args=(H, H_kv), tol=None, name=N_("the map"))
+    return run.passed(_("All {n_cases} cases match g(h) = h // (n_heads / n_kv_heads), from MHA to "
+                        "MQA.").format(n_cases=len(cases)))
 
 
-@checker("GQA attention", GQA_MISTAKES)
+@checker(N_("GQA attention"), GQA_MISTAKES)
 def check_gqa_attention(run, fn):
     """Check ``fn(q, k, v)`` on torch tensors: q (B, H, T, d_k), k (B, H_kv, S, d_k), v (B, H_kv, S, d_v); query
     head h reads KV head h // (H / H_kv); returns a tensor (B, H, T, d_v)."""
     torch = _torch()
     g = torch.Generator().manual_seed(6)
-    cases = [("GQA with H = 4 query heads and H_kv = 2 KV heads (B = 2, T = 3, S = 5)", 2, 4, 2, 3, 5),
-             ("GQA with H = 6, H_kv = 3 (B = 1, T = 2, S = 4)", 1, 6, 3, 2, 4),
-             ("MQA: H = 4, H_kv = 1", 2, 4, 1, 3, 3),
-             ("MHA: H = H_kv = 3", 1, 3, 3, 4, 4)]
+    cases = [(N_("GQA with H = 4 query heads and H_kv = 2 KV heads (B = 2, T = 3, S = 5)"), 2, 4, 2, 3, 5),
+             (N_("GQA with H = 6, H_kv = 3 (B = 1, T = 2, S = 4)"), 1, 6, 3, 2, 4),
+             (N_("MQA: H = 4, H_kv = 1"), 2, 4, 1, 3, 3),
+             (N_("MHA: H = H_kv = 3"), 1, 3, 3, 4, 4)]
     for case, B, H, H_kv, T, S in cases:
         q = torch.randn(B, H, T, 4, generator=g)
         k, v = torch.randn(B, H_kv, S, 4, generator=g), torch.randn(B, H_kv, S, 3, generator=g)
@@ -159,15 +163,15 @@ def check_gqa_attention(run, fn):
         expected = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(), v.double(),
                                                                     enable_gqa=True).numpy()
         run.compare(case, got, expected, GQA_MISTAKES, args=tuple(t.double().numpy() for t in (q, k, v)), tol=FLOAT32)
-    return run.passed(f"All {len(cases)} cases match torch's scaled_dot_product_attention with enable_gqa=True: "
-                      f"GQA, MQA and plain MHA.")
+    return run.passed(_("All {n_cases} cases match torch's scaled_dot_product_attention with "
+                        "enable_gqa=True: GQA, MQA and plain MHA.").format(n_cases=len(cases)))
 
 
 def _gqa_hint(err):
     text = str(err)
     if "size of tensor" in text or "must match" in text or "broadcast" in text:
-        return ("K and V have H_kv heads and Q has H: give each query head its KV head first, "
-                "`k.repeat_interleave(H // H_kv, dim=-3)` (and the same for v).")
+        return _("K and V have H_kv heads and Q has H: give each query head its KV head first, "
+                 "`k.repeat_interleave(H // H_kv, dim=-3)` (and the same for v).")
     return error_hint(err)
 
 
@@ -198,62 +202,66 @@ def _mha(x, w_in, b_in, w_out, b_out, n_heads, *, transpose_in=True, transpose_o
 
 MHA_MISTAKES: list[Mistake] = []
 model = models(MHA_MISTAKES)
-_LINEAR = ("`nn.Linear` and `nn.MultiheadAttention` store each weight as (out_features, in_features) and compute "
-           "`x @ W.T + b`; in the book's row-vector convention the matrix is `W.T`. With square d x d blocks the "
-           "shapes agree and only the values are wrong.")
-
-
-@model("untransposed_weights", "the weights are used untransposed, in the input and the output projection. "
-       + _LINEAR)
+@model("untransposed_weights", N_("the weights are used untransposed, in the input and the output projection."
+                                  " `nn.Linear` and `nn.MultiheadAttention` store each weight as (out_features, "
+                                  "in_features) and compute `x @ W.T + b`; in the book's row-vector convention the "
+                                  "matrix is `W.T`. With square d x d blocks the shapes agree and only the values "
+                                  "are wrong."))
 def mha_untransposed_weights(x, w_in, b_in, w_out, b_out, n_heads):
     return _mha(x, w_in, b_in, w_out, b_out, n_heads, transpose_in=False, transpose_out=False)
 
 
-@model("untransposed_in_proj", "the input projection's weights (`in_proj_weight`, the blocks W_Q, W_K, W_V) are "
-       "used untransposed; the output projection is right. " + _LINEAR)
+@model("untransposed_in_proj", N_("the input projection's weights (`in_proj_weight`, the blocks W_Q, W_K, W_V) "
+                                  "are used untransposed; the output projection is right. `nn.Linear` and "
+                                  "`nn.MultiheadAttention` store each weight as (out_features, in_features) and "
+                                  "compute `x @ W.T + b`; in the book's row-vector convention the matrix is `W.T`. "
+                                  "With square d x d blocks the shapes agree and only the values are wrong."))
 def mha_untransposed_in_proj(x, w_in, b_in, w_out, b_out, n_heads):
     return _mha(x, w_in, b_in, w_out, b_out, n_heads, transpose_in=False)
 
 
-@model("untransposed_out_proj", "the output projection's weight (`out_proj.weight`) is used untransposed; the input "
-       "projection is right. " + _LINEAR)
+@model("untransposed_out_proj", N_("the output projection's weight (`out_proj.weight`) is used untransposed; the "
+                                   "input projection is right. `nn.Linear` and `nn.MultiheadAttention` store each "
+                                   "weight as (out_features, in_features) and compute `x @ W.T + b`; in the book's "
+                                   "row-vector convention the matrix is `W.T`. With square d x d blocks the shapes "
+                                   "agree and only the values are wrong."))
 def mha_untransposed_out_proj(x, w_in, b_in, w_out, b_out, n_heads):
     return _mha(x, w_in, b_in, w_out, b_out, n_heads, transpose_out=False)
 
 
-@model("missing_in_bias", "the input projection's bias (`in_proj_bias`) is missing.")
+@model("missing_in_bias", N_("the input projection's bias (`in_proj_bias`) is missing."))
 def mha_without_in_bias(x, w_in, b_in, w_out, b_out, n_heads):
     return _mha(x, w_in, b_in, w_out, b_out, n_heads, in_bias=False)
 
 
-@model("missing_out_bias", "the output projection's bias (`out_proj.bias`) is missing.")
+@model("missing_out_bias", N_("the output projection's bias (`out_proj.bias`) is missing."))
 def mha_without_out_bias(x, w_in, b_in, w_out, b_out, n_heads):
     return _mha(x, w_in, b_in, w_out, b_out, n_heads, out_bias=False)
 
 
-@model("reshape_without_transpose", "the heads were split by reshaping (B, T, d) straight to (B, H, T, d/H), which "
-       "mixes positions and heads: reshape to (B, T, H, d/H) and transpose.")
+@model("reshape_without_transpose", N_("the heads were split by reshaping (B, T, d) straight to (B, H, T, d/H), which "
+       "mixes positions and heads: reshape to (B, T, H, d/H) and transpose."))
 def mha_split_without_transpose(x, w_in, b_in, w_out, b_out, n_heads):
     return _mha(x, w_in, b_in, w_out, b_out, n_heads, split="no_transpose")
 
 
-@model("no_scale", "missing scaling: each head divides its scores by sqrt(d / H), the head width.")
+@model("no_scale", N_("missing scaling: each head divides its scores by sqrt(d / H), the head width."))
 def mha_without_scale(x, w_in, b_in, w_out, b_out, n_heads):
     return _mha(x, w_in, b_in, w_out, b_out, n_heads, scale=False)
 
 
-@model("no_output_projection", "the output projection is missing: the concatenated heads still go through "
-       "`out_proj` (W_O and its bias).")
+@model("no_output_projection", N_("the output projection is missing: the concatenated heads still go through "
+       "`out_proj` (W_O and its bias)."))
 def mha_without_output_projection(x, w_in, b_in, w_out, b_out, n_heads):
     return _mha(x, w_in, b_in, w_out, b_out, n_heads, out_proj=False)
 
 
-@checker("multi-head attention from nn.MultiheadAttention", MHA_MISTAKES)
+@checker(N_("multi-head attention from nn.MultiheadAttention"), MHA_MISTAKES)
 def check_mha_from_torch(run, fn):
     """Check ``fn(x, mha)``: self-attention output of the module ``mha`` (an ``nn.MultiheadAttention`` with
     ``batch_first=True``) computed by hand from its parameters, for x of shape (B, T, d); returns a tensor."""
     torch = _torch()
-    cases = [("d = 8, 2 heads, B = 2, T = 5", 8, 2, 2, 5), ("d = 12, 3 heads, B = 1, T = 4", 12, 3, 1, 4)]
+    cases = [(N_("d = 8, 2 heads, B = 2, T = 5"), 8, 2, 2, 5), (N_("d = 12, 3 heads, B = 1, T = 4"), 12, 3, 1, 4)]
     for case, d, H, B, T in cases:
         gen = torch.Generator().manual_seed(d)
         mha = torch.nn.MultiheadAttention(d, H, batch_first=True)
@@ -271,5 +279,6 @@ def check_mha_from_torch(run, fn):
         got = run.array(run.call(fn, case, x, mha, hint=_view_hint), case, shape=(B, T, d), kind="torch",
                         dtype="float")
         run.compare(case, got, expected, MHA_MISTAKES, args=(x.double().numpy(), *params, H), tol=FLOAT32)
-    return run.passed("Both cases match `nn.MultiheadAttention` to float32 rounding: projections with their biases, "
-                      "head split and merge, scaling and the output projection.")
+    return run.passed(_("Both cases match `nn.MultiheadAttention` to float32 rounding: projections "
+                        "with their biases, head split and merge, scaling and the output "
+                        "projection."))

@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import masks
 from .. import reference as ref
+from ..i18n import N_, _
 from .engine import Mistake, Stop, describe_difference, error_hint, models
 from .registry import checker
 
@@ -27,8 +28,8 @@ def _params(seed: int, d: int, n_heads: int):
     from ..pretrained import AttentionParams
 
     rng = np.random.default_rng(seed)
-    w = [rng.normal(size=(d, d)) / np.sqrt(d) for _ in range(4)]        # (d, H*d_k) each
-    b = [rng.normal(size=d) for _ in range(4)]                           # (H*d_k,) each
+    w = [rng.normal(size=(d, d)) / np.sqrt(d) for _unused in range(4)]        # (d, H*d_k) each
+    b = [rng.normal(size=d) for _unused in range(4)]                           # (H*d_k,) each
     return AttentionParams(w[0], w[1], w[2], w[3], b[0], b[1], b[2], b[3], n_heads)
 
 
@@ -40,9 +41,10 @@ def _layer_cases():
         rng = np.random.default_rng(100 + seed)
         valid = np.arange(T)[None, :] < np.array(lengths)[:, None]      # (B, T): right padding
         x = rng.normal(size=(len(lengths), T, d))                       # (B, T, d)
-        pad = "no padding" if min(lengths) == T else "right padding"
-        case = (f"B = {len(lengths)} sentences of lengths {lengths} ({pad}, T = {T}), d = {d}, "
-                f"H = {H} heads of width {d // H}, head h = {h}")
+        pad = _("no padding") if min(lengths) == T else _("right padding")
+        case = _("B = {B} sentences of lengths {lengths} ({pad}, T = {T}), d = {d}, H = {H} heads of width "
+                 "{width}, head h = {h}").format(B=len(lengths), lengths=lengths, pad=pad, T=T, d=d, H=H,
+                                                  width=d // H, h=h)
         cases.append((case, x, _params(seed, d, H), h, valid))
     return cases
 
@@ -67,7 +69,7 @@ def _weights(q, k, valid, scale):
 
 
 def _qk(x, p, h):
-    sl, _ = _head(p, h)
+    sl, _unused = _head(p, h)
     return x @ p.w_q[:, sl] + p.b_q[sl], x @ p.w_k[:, sl] + p.b_k[sl]   # (B, T, d_k) each
 
 
@@ -75,7 +77,7 @@ def head_weights_reference(x, p, h, valid):
     """Head h's weights (B, T, T) by attnlab's reference, on the head's slices of Q and K."""
     q, k = _qk(x, p, h)
     allowed = masks.padding(np.asarray(valid).sum(axis=1), valid.shape[1])   # (B, 1, T)
-    _, weights = ref.attention(q, k, k, allowed=allowed, return_weights=True)
+    _unused, weights = ref.attention(q, k, k, allowed=allowed, return_weights=True)
     return weights                                                       # (B, T, T)
 
 
@@ -89,15 +91,17 @@ def _run_layer(run, fn, case, x, p, h, valid, shape):
     changed = [f"p.{f.name}" for f in dataclasses.fields(p) if isinstance(getattr(p, f.name), np.ndarray)
                and not np.array_equal(getattr(p, f.name), getattr(p_given, f.name))]
     if changed:
-        run.fail(f"On {case}, your function changed {', '.join(changed)} in place (for example `p.b_q[...] = 0`). "
-                 f"Work on new arrays, e.g. `dataclasses.replace(p, b_q=np.zeros_like(p.b_q))`.", "changes_input")
+        fields = ", ".join(changed)
+        run.fail(_("On {case}, your function changed {value} in place (for example `p.b_q[...] = "
+                   "0`). Work on new arrays, e.g. `dataclasses.replace(p, "
+                   "b_q=np.zeros_like(p.b_q))`.").format(case=_(case), value=fields), "changes_input")
     return run.array(out, case, shape=shape, kind="any", dtype="float64")
 
 
 def _layer_hint(err):
     if "not subscriptable" in str(err) or "has no attribute" in str(err):
-        return ("`p` is an `attnlab.pretrained.AttentionParams`: read its matrices as attributes, `p.w_q`, "
-                "`p.b_q`, `p.w_k`, ..., `p.n_heads`.")
+        return _("`p` is an `attnlab.pretrained.AttentionParams`: read its matrices as attributes, `p.w_q`, "
+                 "`p.b_q`, `p.w_k`, ..., `p.n_heads`.")
     return error_hint(err)
 
 
@@ -113,12 +117,13 @@ def _compare(run, case, got, expected, mistakes, args, name, rows=None, properti
             raise
         for key, test, text in properties:
             if test(got):
-                run.fail(f"On {case}, {text}", key)
+                run.fail(_("On {case}, {text}").format(case=_(case), text=text), key)
         if rows is None:
             raise
         keep = np.broadcast_to(rows.reshape(rows.shape + (1,) * (got.ndim - rows.ndim)), got.shape)
-        run.fail(f"On {case}, {name} differs from the reference on the rows of real queries: "
-                 f"{describe_difference(np.where(keep, got, expected), expected)}.")
+        run.fail(_("On {case}, {name} differs from the reference on the rows of real queries: "
+                   "{value}.").format(
+                       case=_(case), name=_(name), value=describe_difference(np.where(keep, got, expected), expected)))
 
 
 # ------------------------------------------------------------------------------- check: head weights
@@ -127,78 +132,78 @@ HEAD_WEIGHT_MISTAKES: list[Mistake] = []
 model = models(HEAD_WEIGHT_MISTAKES)
 
 
-@model("no_scale", "missing scaling: divide each head's scores by sqrt(d_head), the head width (d / H, "
-       "384 / 12 = 32 in the model).")
+@model("no_scale", N_("missing scaling: divide each head's scores by sqrt(d_head), the head width (d / H, "
+       "384 / 12 = 32 in the model)."))
 def head_weights_without_scale(x, p, h, valid):
     return _weights(*_qk(x, p, h), valid, 1.0)
 
 
-@model("scale_by_d_model", "wrong scaling: you divided by sqrt(d), the model width; each head divides by "
-       "sqrt(d_head), the width of its own queries and keys (d / H).")
+@model("scale_by_d_model", N_("wrong scaling: you divided by sqrt(d), the model width; each head divides by "
+       "sqrt(d_head), the width of its own queries and keys (d / H)."))
 def head_weights_scaled_by_d_model(x, p, h, valid):
     return _weights(*_qk(x, p, h), valid, 1 / np.sqrt(x.shape[-1]))
 
 
-@model("scale_by_d_head", "wrong scaling: you divided by d_head; divide by its square root.")
+@model("scale_by_d_head", N_("wrong scaling: you divided by d_head; divide by its square root."))
 def head_weights_scaled_by_d_head(x, p, h, valid):
     return _weights(*_qk(x, p, h), valid, 1 / _head(p, h)[1])
 
 
-@model("strided_head_slice", "wrong head slice: you took every H-th column of W_Q and W_K (`w[:, h::H]`, what a "
+@model("strided_head_slice", N_("wrong head slice: you took every H-th column of W_Q and W_K (`w[:, h::H]`, what a "
        "reshape to (d, d_head, H) gives). Head h owns the contiguous block of columns `h*d_head : (h+1)*d_head`, "
-       "and the same block of the biases.")
+       "and the same block of the biases."))
 def head_weights_strided_slice(x, p, h, valid):
     cols = slice(h, None, p.n_heads)                                     # every H-th feature
     q, k = x @ p.w_q[:, cols] + p.b_q[cols], x @ p.w_k[:, cols] + p.b_k[cols]
     return _weights(q, k, valid, 1 / np.sqrt(_head(p, h)[1]))
 
 
-@model("transposed_weights", "the weight matrices are transposed: `p.w_q` is already in the row-vector convention, "
+@model("transposed_weights", N_("the weight matrices are transposed: `p.w_q` is already in the row-vector convention, "
        "shape (d, H*d_head), so `q = x @ p.w_q + p.b_q`. (Only `nn.Linear.weight` needs the `.T`; here the square "
-       "shapes hide the mistake.)")
+       "shapes hide the mistake.)"))
 def head_weights_transposed_weights(x, p, h, valid):
     sl, d_k = _head(p, h)
     q, k = x @ p.w_q.T[:, sl] + p.b_q[sl], x @ p.w_k.T[:, sl] + p.b_k[sl]
     return _weights(q, k, valid, 1 / np.sqrt(d_k))
 
 
-@model("no_query_bias", "the query bias b_Q is missing: q = x W_Q + b_Q (its slice for head h). It adds b_Q k_j^T "
-       "to the scores, which depends on the key j, so it changes the weights. (The key bias does not: exercise 2.)")
+@model("no_query_bias", N_("the query bias b_Q is missing: q = x W_Q + b_Q (its slice for head h). It adds b_Q k_j^T "
+       "to the scores, which depends on the key j, so it changes the weights. (The key bias does not: exercise 2.)"))
 def head_weights_without_query_bias(x, p, h, valid):
     sl, d_k = _head(p, h)
     return _weights(x @ p.w_q[:, sl], x @ p.w_k[:, sl], valid, 1 / np.sqrt(d_k))
 
 
-@model("scores_transposed", "the scores are K Q^T instead of Q K^T, so row i does not belong to query i: use "
-       "`q @ k.swapaxes(-1, -2)`.")
+@model("scores_transposed", N_("the scores are K Q^T instead of Q K^T, so row i does not belong to query i: use "
+       "`q @ k.swapaxes(-1, -2)`."))
 def head_weights_scores_transposed(x, p, h, valid):
     q, k = _qk(x, p, h)
     return _weights(k, q, valid, 1 / np.sqrt(_head(p, h)[1]))
 
 
-@model("wrong_axis", "softmax over the wrong axis: your weights sum to 1 down each column (over the queries). "
-       "Each query distributes its weight over the keys: normalise along the last axis.")
+@model("wrong_axis", N_("softmax over the wrong axis: your weights sum to 1 down each column (over the queries). "
+       "Each query distributes its weight over the keys: normalise along the last axis."))
 def head_weights_softmax_over_queries(x, p, h, valid):
     q, k = _qk(x, p, h)
     scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(_head(p, h)[1])        # (B, T, T)
     return np.where(valid[:, None, :], _masked_softmax(scores, valid[:, :, None], axis=-2), 0.0)
 
 
-@model("pad_not_masked", "[PAD] is not masked: real queries give weight to padded keys. Put the scores of padded "
-       "keys to -inf before the softmax (`np.where(valid[:, None, :], scores, -np.inf)`).")
+@model("pad_not_masked", N_("[PAD] is not masked: real queries give weight to padded keys. Put the scores of padded "
+       "keys to -inf before the softmax (`np.where(valid[:, None, :], scores, -np.inf)`)."))
 def head_weights_pad_not_masked(x, p, h, valid):
     return _weights(*_qk(x, p, h), np.ones_like(valid), 1 / np.sqrt(_head(p, h)[1]))
 
 
-@model("mask_after_softmax", "the padding mask was applied after the softmax: zeroing the padded keys' weights "
-       "afterwards leaves rows that sum to less than 1. Mask the scores (-inf) before the softmax.")
+@model("mask_after_softmax", N_("the padding mask was applied after the softmax: zeroing the padded keys' weights "
+       "afterwards leaves rows that sum to less than 1. Mask the scores (-inf) before the softmax."))
 def head_weights_mask_after_softmax(x, p, h, valid):
     return np.where(valid[:, None, :], head_weights_pad_not_masked(x, p, h, valid), 0.0)
 
 
 HEAD_WEIGHT_PROPERTIES = [   # found from a property of the weights when no model matches
-    Mistake("not_finite", "the weights of a real query contain nan or inf."),
-    Mistake("rows_not_normalised", "the weights of a real query do not sum to 1 over the keys."),
+    Mistake("not_finite", N_("the weights of a real query contain nan or inf.")),
+    Mistake("rows_not_normalised", N_("the weights of a real query do not sum to 1 over the keys.")),
 ]
 
 
@@ -213,34 +218,35 @@ def _weight_properties(valid):
     real = valid[:, :, None] & ~valid[:, None, :]                        # real query, padded key
     return [
         ("pad_not_masked", lambda a: bool(np.any(np.abs(a[real]) > 1e-12)),
-         "a real query gives weight to a padded key: mask the scores of [PAD] keys (-inf) before the softmax, so "
-         "that their weights are exactly 0."),
+         _("a real query gives weight to a padded key: mask the scores of [PAD] keys (-inf) before the softmax, "
+           "so that their weights are exactly 0.")),
         ("wrong_axis", lambda a: _columns_sum_to_one(a, valid),
-         "your weights sum to 1 down each column, over the queries: each query distributes its weight over the "
-         "keys, so the softmax runs along the last axis."),
+         _("your weights sum to 1 down each column, over the queries: each query distributes its weight over "
+           "the keys, so the softmax runs along the last axis.")),
         ("not_finite", lambda a: not np.all(np.isfinite(a[valid])),
-         "the weights of a real query contain nan or inf: subtract each row's maximum before `np.exp`, and mask "
-         "with -inf only along the keys (every row keeps its [CLS], so no row is entirely -inf)."),
+         _("the weights of a real query contain nan or inf: subtract each row's maximum before `np.exp`, and "
+           "mask with -inf only along the keys (every row keeps its [CLS], so no row is entirely -inf).")),
         ("rows_not_normalised", lambda a: not np.allclose(a.sum(axis=-1)[valid], 1.0, atol=1e-8),
-         "the weights of a real query do not sum to 1 over the keys: the softmax runs over the last axis, the "
-         "keys, after masking."),
+         _("the weights of a real query do not sum to 1 over the keys: the softmax runs over the last axis, the "
+           "keys, after masking.")),
     ]
 
 
-@checker("weights of one head of a pretrained layer", HEAD_WEIGHT_MISTAKES + HEAD_WEIGHT_PROPERTIES)
+@checker(N_("weights of one head of a pretrained layer"), HEAD_WEIGHT_MISTAKES + HEAD_WEIGHT_PROPERTIES)
 def check_head_weights(run, fn):
     """Check ``fn(x, p, h, valid)``: head h's attention weights (B, T, T) from the hidden states x (B, T, d)
     entering the layer, its parameters p (an ``AttentionParams``) and valid (B, T), True = real token."""
     cases = _layer_cases()
     for case, x, p, h, valid in cases:
-        B, T, _ = x.shape
+        B, T, _unused = x.shape
         got = _run_layer(run, fn, case, x, p, h, valid, (B, T, T))
         expected = head_weights_reference(x, p, h, valid)
-        _compare(run, case, got, expected, HEAD_WEIGHT_MISTAKES, (x, p, h, valid), "the weights", rows=valid,
+        _compare(run, case, got, expected, HEAD_WEIGHT_MISTAKES, (x, p, h, valid), N_("the weights"), rows=valid,
                  properties=_weight_properties(valid))
-    return run.passed(f"All {len(cases)} cases match attnlab's attention on head h's slice of Q and K, with the "
-                      f"biases, the 1/sqrt(d_head) scaling and the padded keys masked, on every real query. "
-                      f"(Whether you added b_K makes no difference: exercise 2 says why.)")
+    return run.passed(_("All {n_cases} cases match attnlab's attention on head h's slice of Q and "
+                        "K, with the biases, the 1/sqrt(d_head) scaling and the padded keys "
+                        "masked, on every real query. (Whether you added b_K makes no difference: "
+                        "exercise 2 says why.)").format(n_cases=len(cases)))
 
 
 # ------------------------------------------------------------------------------- check: [CLS]/[SEP] share
@@ -273,44 +279,44 @@ SHARE_MISTAKES: list[Mistake] = []
 model = models(SHARE_MISTAKES)
 
 
-@model("sep_at_last_position", "[SEP] was taken at the last position, `[..., -1]`; in a padded sentence that is a "
-       "[PAD]. [SEP] sits at position `lengths[b] - 1`.")
+@model("sep_at_last_position", N_("[SEP] was taken at the last position, `[..., -1]`; in a padded sentence that is a "
+       "[PAD]. [SEP] sits at position `lengths[b] - 1`."))
 def share_with_sep_at_last_position(w, lengths):
     return _key_share(w, lengths, lambda n, T: (0, T - 1))
 
 
-@model("padded_queries_counted", "the padded query rows were counted: the model gives them weights that sum to 1 "
-       "too, but they are not tokens of the sentence. Average over the real queries `i < lengths[b]` only.")
+@model("padded_queries_counted", N_("the padded query rows were counted: the model gives them weights that sum to 1 "
+       "too, but they are not tokens of the sentence. Average over the real queries `i < lengths[b]` only."))
 def share_with_padded_queries(w, lengths):
     return _key_share(w, lengths, lambda n, T: (0, n - 1), queries_of=lambda n: w.shape[-1])
 
 
-@model("cls_only", "only the weight on [CLS] was counted; add the weight on [SEP] (key `lengths[b] - 1`).")
+@model("cls_only", N_("only the weight on [CLS] was counted; add the weight on [SEP] (key `lengths[b] - 1`)."))
 def share_of_cls_only(w, lengths):
     return _key_share(w, lengths, lambda n, T: (0,))
 
 
-@model("sep_only", "only the weight on [SEP] was counted; add the weight on [CLS] (key 0).")
+@model("sep_only", N_("only the weight on [SEP] was counted; add the weight on [CLS] (key 0)."))
 def share_of_sep_only(w, lengths):
     return _key_share(w, lengths, lambda n, T: (n - 1,))
 
 
-@model("mean_of_sentence_means", "you averaged each sentence first and then the sentences, which weighs a short "
+@model("mean_of_sentence_means", N_("you averaged each sentence first and then the sentences, which weighs a short "
        "sentence's queries more. Every real query of the batch counts once: sum over all of them and divide by "
-       "`lengths.sum()`.")
+       "`lengths.sum()`."))
 def share_as_mean_of_sentence_means(w, lengths):
     return _key_share(w, lengths, lambda n, T: (0, n - 1), per_sentence=True)
 
 
-@model("mean_of_the_two", "you averaged the weights on [CLS] and [SEP] instead of adding them: the share on the "
-       "two is the sum of the two weights.")
+@model("mean_of_the_two", N_("you averaged the weights on [CLS] and [SEP] instead of adding them: the share on the "
+       "two is the sum of the two weights."))
 def share_as_mean_of_the_two(w, lengths):
     return _key_share(w, lengths, lambda n, T: (0, n - 1), factor=0.5)
 
 
-@model("rows_not_columns", "you took the rows of [CLS] and [SEP] (the weight they give as queries); the share is "
+@model("rows_not_columns", N_("you took the rows of [CLS] and [SEP] (the weight they give as queries); the share is "
        "the weight every query gives to them as keys, the columns `weights[b, :, i, 0]` and "
-       "`weights[b, :, i, lengths[b] - 1]`.")
+       "`weights[b, :, i, lengths[b] - 1]`."))
 def share_of_the_markers_rows(w, lengths):
     return _key_share(np.swapaxes(w, -1, -2), lengths, lambda n, T: (0, n - 1))
 
@@ -323,19 +329,20 @@ def _share_cases():
         keys = np.arange(T)[None, :] < np.array(lengths)[:, None]       # (B, T)
         scores = rng.normal(scale=1.5, size=(B, H, T, T))
         weights = _masked_softmax(scores, keys[:, None, None, :])        # (B, H, T, T), padded rows too
-        pad = "no padding" if min(lengths) == T else "right padding"
-        cases.append((f"B = {B} sentences of lengths {lengths} ({pad}, T = {T}), H = {H} heads",
+        pad = _("no padding") if min(lengths) == T else _("right padding")
+        cases.append((_("B = {B} sentences of lengths {lengths} ({pad}, T = {T}), H = {H} heads").format(
+                          B=B, lengths=lengths, pad=pad, T=T, H=H),
                       weights, np.array(lengths)))
     return cases
 
 
 def _share_shape_hint(shape):
     if len(shape) > 1:
-        return "one number per head: average over sentences and queries, sum over the two keys."
+        return _("one number per head: average over sentences and queries, sum over the two keys.")
     return None
 
 
-@checker("share of the weight on [CLS] and [SEP]", SHARE_MISTAKES)
+@checker(N_("share of the weight on [CLS] and [SEP]"), SHARE_MISTAKES)
 def check_special_share(run, fn):
     """Check ``fn(weights, lengths) -> (H,)``: per head, the weight a real query puts on [CLS] and [SEP]
     together, averaged over every real query of the batch. weights (B, H, T, T) float64, lengths (B,)."""
@@ -345,9 +352,9 @@ def check_special_share(run, fn):
         got = run.array(out, case, "your result", shape=(weights.shape[1],), shape_hint=_share_shape_hint,
                         kind="any", dtype="float64")
         _compare(run, case, got, special_share_reference(weights, lengths), SHARE_MISTAKES, (weights, lengths),
-                 "your result")
-    return run.passed(f"All {len(cases)} cases match: [CLS] at key 0 and [SEP] at key `lengths[b] - 1`, every "
-                      f"real query counted once, padded queries left out.")
+                 N_("your result"))
+    return run.passed(_("All {n_cases} cases match: [CLS] at key 0 and [SEP] at key `lengths[b] - "
+                        "1`, every real query counted once, padded queries left out.").format(n_cases=len(cases)))
 
 
 # ------------------------------------------------------------------------------- check: head ablation
@@ -376,44 +383,44 @@ ABLATION_MISTAKES: list[Mistake] = []
 model = models(ABLATION_MISTAKES)
 
 
-@model("not_ablated", "this is the layer's output with every head on: head h is not switched off.")
+@model("not_ablated", N_("this is the layer's output with every head on: head h is not switched off."))
 def ablation_forgotten(x, p, h, valid):
     return _layer_output(x, p, valid)
 
 
-@model("w_o_columns", "you zeroed head h's block of W_O's columns (output features). A head's output meets W_O in "
+@model("w_o_columns", N_("you zeroed head h's block of W_O's columns (output features). A head's output meets W_O in "
        "the rows `h*d_head : (h+1)*d_head`; zero those rows (or the head's slice of the concatenated heads), and "
-       "every output feature keeps the other heads' part.")
+       "every output feature keeps the other heads' part."))
 def ablation_of_w_o_columns(x, p, h, valid):
     w_o = p.w_o.copy()
     w_o[:, _head(p, h)[0]] = 0.0
     return _layer_output(x, dataclasses.replace(p, w_o=w_o), valid)
 
 
-@model("strided_head_slice", "wrong head slice: you zeroed every H-th row of W_O (`h::H`). Head h owns the "
-       "contiguous block `h*d_head : (h+1)*d_head`.")
+@model("strided_head_slice", N_("wrong head slice: you zeroed every H-th row of W_O (`h::H`). Head h owns the "
+       "contiguous block `h*d_head : (h+1)*d_head`."))
 def ablation_of_strided_rows(x, p, h, valid):
     return _layer_output(x, _zero_rows_of_w_o(p, slice(h, None, p.n_heads)), valid)
 
 
-@model("b_o_removed", "the output bias b_O was removed too. b_O belongs to the layer, not to a head: switching a "
-       "head off leaves it.")
+@model("b_o_removed", N_("the output bias b_O was removed too. b_O belongs to the layer, not to a head: switching a "
+       "head off leaves it."))
 def ablation_without_b_o(x, p, h, valid):
     return np.where(valid[..., None], ablated_output_reference(x, p, h, valid) - p.b_o, 0.0)
 
 
-@model("value_bias_left", "you zeroed head h's columns of W_V but not its slice of b_V: every value of the head is "
+@model("value_bias_left", N_("you zeroed head h's columns of W_V but not its slice of b_V: every value of the head is "
        "then b_V's slice, and since the weights sum to 1 the head still adds its slice of b_V times its rows of "
-       "W_O. Zero the head's output, not only its value weights.")
+       "W_O. Zero the head's output, not only its value weights."))
 def ablation_of_value_weights_only(x, p, h, valid):
     w_v = p.w_v.copy()
     w_v[:, _head(p, h)[0]] = 0.0                                         # b_V's slice still flows
     return _layer_output(x, dataclasses.replace(p, w_v=w_v), valid)
 
 
-@model("queries_zeroed", "zeroing head h's queries (W_Q and b_Q) does not switch it off: its scores become 0, its "
+@model("queries_zeroed", N_("zeroing head h's queries (W_Q and b_Q) does not switch it off: its scores become 0, its "
        "weights uniform over the real keys, and it still adds the mean of its values. Zero the head's output "
-       "instead.")
+       "instead."))
 def ablation_of_queries(x, p, h, valid):
     sl = _head(p, h)[0]
     w_q, b_q = p.w_q.copy(), p.b_q.copy()
@@ -421,7 +428,7 @@ def ablation_of_queries(x, p, h, valid):
     return _layer_output(x, dataclasses.replace(p, w_q=w_q, b_q=b_q), valid)
 
 
-@checker("a layer's output with one head switched off", ABLATION_MISTAKES)
+@checker(N_("a layer's output with one head switched off"), ABLATION_MISTAKES)
 def check_ablated_output(run, fn):
     """Check ``fn(x, p, h, valid) -> (B, T, d)``: the layer's attention output (before the residual) with head h's
     slice of the concatenated heads set to zero before W_O, as ``attnlab.pretrained.head_gates`` does."""
@@ -429,6 +436,7 @@ def check_ablated_output(run, fn):
     for case, x, p, h, valid in cases:
         got = _run_layer(run, fn, case, x, p, h, valid, x.shape)
         _compare(run, case, got, ablated_output_reference(x, p, h, valid), ABLATION_MISTAKES, (x, p, h, valid),
-                 "the output", rows=valid)
-    return run.passed(f"All {len(cases)} cases match the layer with head h's rows of W_O zeroed: the other heads, "
-                      f"b_O and every bias of the other heads untouched, on every real query.")
+                 N_("the output"), rows=valid)
+    return run.passed(_("All {n_cases} cases match the layer with head h's rows of W_O zeroed: the "
+                        "other heads, b_O and every bias of the other heads untouched, on every "
+                        "real query.").format(n_cases=len(cases)))
