@@ -146,8 +146,12 @@ def test_chinese_notebook_is_chinese_prose_around_the_english_code(page):
     first, rest = chinese.cells[0], chinese.cells[1:]
     assert first.cell_type == "code" and "set_language" in first.source
     assert [c.cell_type for c in rest] == [c.cell_type for c in english.cells]
-    assert [(c.source, c.metadata) for c in rest if c.cell_type == "code"] == [
-        (c.source, c.metadata) for c in english.cells if c.cell_type == "code"]
+    code = [c for c in rest if c.cell_type == "code"]
+    assert [c.source for c in code] == [c.source for c in english.cells if c.cell_type == "code"]
+    captions = [tm.figure_caption(c.metadata) for c in code if tm.figure_caption(c.metadata)]
+    assert all(CJK.search(caption) for caption in captions)     # figure captions translated too
+    assert len(captions) == sum(bool(tm.figure_caption(c.metadata)) for c in english.cells)
+    assert captions or page.startswith("exercises")
     markdown = [c.source for c in rest if c.cell_type == "markdown"]
     assert sum(bool(CJK.search(m)) for m in markdown) > 0.8 * len(markdown)
     assert not [m for m in markdown if re.search(r"\{[\w:-]+\}`", m)]       # every role converted
@@ -239,6 +243,8 @@ def test_every_catalog_entry_is_a_piece_the_notebooks_look_up(folder):
         for cell in jupytext.read(page, fmt="md:myst").cells:
             if cell.cell_type == "markdown":
                 found.update(tm.pieces(cell.source))
+            elif tm.figure_caption(cell.metadata):
+                found.add(tm.figure_caption(cell.metadata))
         entries = {e.msgid for e in polib.pofile(str(tm.catalog_path(page, "zh_CN"))) if not e.obsolete}
         if entries - found:
             missed[page.name] = sorted(entries - found)[:3]

@@ -26,7 +26,7 @@ import jupytext
 import nbformat
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from translate_markdown import LANGUAGES, page_catalog, translate_markdown  # noqa: E402
+from translate_markdown import LANGUAGES, page_catalog, translate_figure_caption, translate_markdown  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -165,6 +165,8 @@ def to_notebook(path: pathlib.Path, keep_solution_links: bool = False, lang: str
             cell.source = jupyter_markdown(source, keep_solution_links, path.parent, lang).rstrip("\n")
             if not cell.source.strip():
                 continue
+        else:
+            translate_figure_caption(cell.metadata, catalog)
         cells.append(cell)
     if lang != "en":
         cells.insert(0, language_cell(lang))

@@ -209,6 +209,20 @@ def _directive(lines: list[str], token, catalog: dict[str, str]) -> list[str] | 
     return [opening] + body_lines + ([lines[-1]] if closed else [])
 
 
+def figure_caption(metadata: dict) -> str | None:
+    """The caption myst-nb gives a code cell's figure (``mystnb: figure: caption:``), as a catalog key."""
+    caption = ((metadata.get("mystnb") or {}).get("figure") or {}).get("caption")
+    return _key(caption) if isinstance(caption, str) and caption.strip() else None
+
+
+def translate_figure_caption(metadata: dict, catalog: dict[str, str]) -> None:
+    """Replace a code cell's figure caption by its translation, in place (the book shows it under
+    the figure; a notebook keeps it in the cell's metadata, where myst-nb finds it)."""
+    key = figure_caption(metadata)
+    if key and catalog.get(key):
+        metadata["mystnb"]["figure"]["caption"] = catalog[key]
+
+
 def pieces(text: str) -> list[str]:
     """The keys :func:`translate_markdown` looks up in ``text`` (to compare with a catalog)."""
     seen: dict[str, None] = {}
