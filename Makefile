@@ -7,6 +7,7 @@ JB := $(VENV)/bin/jupyter-book
 STAMP := $(VENV)/.installed-stamp
 BUILD := _build
 JBFLAGS := -W -n --keep-going
+EXECUTE := $(PY) tools/execute_pages.py
 # The students' language: `make notebooks LANG=zh_CN` (or BOOK_LANG=zh_CN). Only a LANG given on
 # make's command line counts: the environment's LANG is the locale (C.UTF-8, en_US.UTF-8), never a
 # book language. The recipes then run with LANG=C.UTF-8, a locale that exists.
@@ -58,10 +59,12 @@ assets: $(STAMP)
 	$(PY) tools/vendor_assets.py
 	$(PY) tools/compile_messages.py
 
-# Sphinx always starts clean (an incremental -W build can pass without re-reading pages);
+# Pages the execution cache lacks run first, several at once (tools/execute_pages.py); Jupyter
+# Book then finds every page in the cache. Sphinx always starts clean (an incremental -W build can pass without re-reading pages);
 # executed notebooks come from the cache in $(BUILD)/.jupyter_cache, so this stays quick.
 book: $(STAMP) assets
 	rm -rf $(BUILD)/html $(BUILD)/.doctrees $(BUILD)/jupyter_execute
+	$(EXECUTE)
 	$(JB) build . $(JBFLAGS)
 	@echo "The book: file://$(CURDIR)/$(BUILD)/html/index.html"
 
@@ -70,6 +73,7 @@ book: $(STAMP) assets
 book-zh: $(STAMP) assets
 	$(PY) tools/edition_config.py zh
 	rm -rf $(BUILD)/zh/_build/html $(BUILD)/zh/_build/.doctrees $(BUILD)/zh/_build/jupyter_execute
+	ATTNLAB_LANG=zh_CN $(EXECUTE) --config _config_zh.yml --toc _toc_zh.yml
 	ATTNLAB_LANG=zh_CN $(JB) build . $(JBFLAGS) --config _config_zh.yml --toc _toc_zh.yml --path-output $(BUILD)/zh
 	rm -rf $(BUILD)/zh/html && cp -r $(BUILD)/zh/_build/html $(BUILD)/zh/html
 	@echo "中文版: file://$(CURDIR)/$(BUILD)/zh/html/index.html"
@@ -77,6 +81,7 @@ book-zh: $(STAMP) assets
 student-book-zh: $(STAMP) assets
 	$(PY) tools/edition_config.py zh
 	rm -rf $(BUILD)/zh/student-src/_build/html $(BUILD)/zh/student-src/_build/.doctrees
+	ATTNLAB_LANG=zh_CN $(EXECUTE) --config _config_zh.yml --toc _toc_student_zh.yml
 	ATTNLAB_LANG=zh_CN $(JB) build . $(JBFLAGS) --config _config_zh.yml --toc _toc_student_zh.yml --path-output $(BUILD)/zh/student-src
 	rm -rf $(BUILD)/zh/student && mkdir -p $(BUILD)/zh/student && cp -r $(BUILD)/zh/student-src/_build/html $(BUILD)/zh/student/html
 	@echo "中文学生版: file://$(CURDIR)/$(BUILD)/zh/student/html/index.html"
@@ -90,6 +95,7 @@ book-clean:  # also re-executes every page (the cache does not notice changes to
 
 student-book: $(STAMP) assets
 	rm -rf $(BUILD)/student-src/_build/html $(BUILD)/student-src/_build/.doctrees
+	$(EXECUTE) --toc _toc_student.yml
 	$(JB) build . $(JBFLAGS) --toc _toc_student.yml --path-output $(BUILD)/student-src
 	rm -rf $(BUILD)/student && mkdir -p $(BUILD)/student && cp -r $(BUILD)/student-src/_build/html $(BUILD)/student/html
 	@echo "The student edition: file://$(CURDIR)/$(BUILD)/student/html/index.html"
@@ -105,6 +111,7 @@ student-book: $(STAMP) assets
 pdf: $(STAMP)
 	rm -rf $(BUILD)/latex $(BUILD)/.doctrees $(BUILD)/jupyter_execute
 	mkdir -p _vendor   # html_static_path names it (warning under -W if absent); the PDF needs none of its JS
+	$(EXECUTE)
 	LATEXMKOPTS=-silent $(JB) build . $(JBFLAGS) --builder pdflatex \
 	  || { grep -a -A4 '^!' $(BUILD)/latex/attention-computed.log | head -40; exit 1; }   # -silent: errors are in the log
 	mkdir -p $(BUILD)/pdf && cp $(BUILD)/latex/attention-computed.pdf $(BUILD)/pdf/
@@ -116,6 +123,7 @@ pdf-zh: $(STAMP)
 	$(PY) tools/compile_messages.py
 	rm -rf $(BUILD)/zh/_build/latex $(BUILD)/zh/_build/.doctrees $(BUILD)/zh/_build/jupyter_execute
 	mkdir -p _vendor
+	ATTNLAB_LANG=zh_CN $(EXECUTE) --config _config_zh.yml --toc _toc_zh.yml
 	ATTNLAB_LANG=zh_CN LATEXMKOPTS=-silent $(JB) build . $(JBFLAGS) --config _config_zh.yml --toc _toc_zh.yml \
 	  --builder pdflatex --path-output $(BUILD)/zh \
 	  || { grep -a -A4 '^!' $(BUILD)/zh/_build/latex/attention-computed-zh.log | head -40; exit 1; }

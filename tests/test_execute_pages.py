@@ -1,0 +1,92 @@
+"""tools/execute_pages.py: pages executed in parallel land in the cache where myst-nb looks them up.
+
+The tool executes pages as myst-nb's cache mode does and stores them under the hash that
+jupyter-cache gives the notebook myst-nb reads; these tests run made-up pages in a temporary
+cache and look them up again through jupyter-cache, as myst-nb does when Jupyter Book reads them.
+"""
+import pathlib
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+import execute_pages  # noqa: E402
+
+HEADER = """---
+jupytext:
+  text_representation:
+    extension: .md
+    format_name: myst
+kernelspec:
+  display_name: Python 3
+  language: python
+  name: python3
+---
+
+# A made-up page
+"""
+
+
+def page(folder: pathlib.Path, name: str, code: str) -> pathlib.Path:
+    path = folder / f"{name}.md"
+    path.write_text(HEADER + f"\n```{{code-cell}} ipython3\n{code}\n```\n")
+    return path
+
+
+def outputs(cache, path: pathlib.Path) -> str:
+    _, notebook = cache.merge_match_into_notebook(execute_pages.read_notebook(path))
+    return "".join(o.get("text", "") for c in notebook.cells for o in c.get("outputs", []))
+
+
+def test_every_page_of_the_toc_is_a_page_of_the_book():
+    pages = execute_pages.toc_pages(ROOT / "_toc.yml")
+    assert pages[0] == "intro" and len(pages) == len(set(pages))
+    assert all((ROOT / (p + ".md")).exists() for p in pages)
+    assert {"chapters/01_qkv", "chapters/10_kv_cache", "solutions/sol10_kv_cache", "references"} <= set(pages)
+    assert set(execute_pages.SOLO) <= set(pages)
+    student = execute_pages.toc_pages(ROOT / "_toc_student.yml")
+    assert "solutions_withheld" in student and not [p for p in student if p.startswith("solutions/")]
+    assert set(student) - {"solutions_withheld"} < set(pages)
+
+
+def test_executed_pages_are_found_in_the_cache_and_failures_are_reported(tmp_path):
+    from jupyter_cache import get_cache
+
+    cache = get_cache(str(tmp_path / "cache"))
+    good = page(tmp_path, "good", "print(6 * 7)")
+    other = page(tmp_path, "other", "import os\nprint(os.getcwd())")
+    bad = page(tmp_path, "bad", "raise ValueError('made-up failure')")
+    plain = tmp_path / "plain.md"
+    plain.write_text("# Not a notebook\n\nNo jupytext header, so myst-nb does not execute it.\n")
+    todo = execute_pages.missing([good, other, bad, plain], cache)
+    assert todo == [good, other, bad]                        # plain Markdown is not a notebook
+
+    failed = execute_pages.run(todo, cache, jobs=2, timeout=60, solo=(other,))
+    assert [f.path for f in failed] == [bad] and "made-up failure" in failed[0].error
+    assert outputs(cache, good).strip() == "42"
+    assert outputs(cache, other).strip() == str(tmp_path)    # run in the page's own folder
+    assert execute_pages.missing([good, other, bad, plain], cache) == [bad]
+
+    good.write_text(good.read_text().replace("6 * 7", "6 * 8"))    # changed code: executed again
+    assert execute_pages.missing([good, other], cache) == [good]
+
+
+def test_nothing_to_do_is_said_and_succeeds(tmp_path, capsys, monkeypatch):
+    from jupyter_cache import get_cache
+
+    calls = []
+    monkeypatch.setattr(execute_pages, "run", lambda *a, **k: calls.append(a) or [])
+    monkeypatch.setattr(execute_pages, "missing", lambda paths, cache: [])
+    config = tmp_path / "config.yml"
+    config.write_text(f"execute:\n  cache: {tmp_path / 'cache'}\n  timeout: 5\n")
+    get_cache(str(tmp_path / "cache"))
+    assert execute_pages.main(["--config", str(config)]) == 0 and not calls
+    assert "every page of _toc.yml is in" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("toc", ["_toc.yml", "_toc_student.yml"])
+def test_the_book_pages_are_read_as_notebooks(toc):
+    """Every chapter, exercise sheet and solution is a notebook the tool would execute."""
+    pages = [p for p in execute_pages.toc_pages(ROOT / toc) if p.split("/")[0] in ("chapters", "exercises")]
+    assert pages and all(execute_pages.read_notebook(ROOT / (p + ".md")) is not None for p in pages)
