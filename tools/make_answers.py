@@ -90,13 +90,13 @@ QUESTIONS = {
         exponent=-3, exact=False),
     "backprop.dk1_5_5": Question(
         "the gradient of L = o_{2,1} with respect to the first key", exponent=-4, exact=False, hints=(
-            ([0.0, 0.2212], "The 1/sqrt(d_k) of the scores is missing: dK = dS^T Q / sqrt(d_k)."),
-            ([0.1564, 0.0], "dK_1 = dS_{2,1} q_2 / sqrt(2) and q_2 = (0, 1): only the second coordinate is "
+            ([0.0, 0.2212], "The 1/sqrt(d_k) of the scores is missing: dK = dU^T Q / sqrt(d_k)."),
+            ([0.1564, 0.0], "dK_1 = dU_{2,1} q_2 / sqrt(2) and q_2 = (0, 1): only the second coordinate is "
                             "nonzero."))),
-    "backprop.probe_J": Question("the probe loss J in the two-position example", exponent=-3, exact=False),
+    "backprop.probe_J": Question("the probe loss L in the two-position example", exponent=-3, exact=False),
     "backprop.dS": Question(
-        "the score gradient dS (2 x 2) in the two-position example", exponent=-3, exact=False, hints=(
-            ([[1.5, 0.0], [0.0, 6.0]], "That is A * dA without the row-mean term: each row of dS must sum to 0."),)),
+        "the score gradient dU (2 x 2) in the two-position example", exponent=-3, exact=False, hints=(
+            ([[1.5, 0.0], [0.0, 6.0]], "That is A * dA without the row-mean term: each row of dU must sum to 0."),)),
     "multihead.params_h8": Question(
         "the number of weights in W_Q, W_K, W_V, W_O for d = 512, H = 8 (no biases)", hints=(
             (3 * d * d, "Count W_O too: four d x d matrices."),)),
@@ -234,7 +234,7 @@ def render(values: dict) -> str:
         lines += [f"    {name!r}: Answer(", f"        {_marked(q.question, 8)},",
                   f"        {tuple(arr.shape)!r}, {q.exponent}, {q.exact},", f"        {_digests(digests, 8)},",
                   "        ("]
-        lines += [f"            ({_digests(w, 13)},\n             {_text(m, 13)})," for w, m in hints]
+        lines += [f"            ({_digests(w, 13)},\n             {_marked(m, 13)})," for w, m in hints]
         lines += ["        ),", "    ),"]
     lines.append("}")
     return "\n".join(lines) + "\n"

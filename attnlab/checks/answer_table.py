@@ -22,14 +22,14 @@ ANSWERS = {
               '4d63558b96fd0d15',
               '09399bfbe269c02d',
               '8c83d949f1f1e8fc',),
-             'Rows belong to queries and columns to keys: the scores Q K^T are T x S.'),
+             N_('Rows belong to queries and columns to keys: the scores Q K^T are T x S.')),
             (('cf466ddd31a6fb24',
               '5e43ec978223dcbe',
               '301fd83e09289d2b',
               '159bce2bf4683f77',
               'c1e1be667ce6c910',
               '5e8531604002bf24',),
-             'The output has one column per value feature, d_v, not d_k.'),
+             N_('The output has one column per value feature, d_v, not d_k.')),
         ),
     ),
     'qkv.transpose_trap': Answer(
@@ -38,9 +38,9 @@ ANSWERS = {
         ('be85f5a6e19c124e', 'c7c856ae59f5a282', '323b117ffb588f48', 'eac0ad39833083bb'),
         (
             (('23ef73259346907a', '707399a9267df4b2', '3fa726b4794e2cc6', 'eac0ad39833083bb'),
-             'That is Q K, without the transpose: same shape, different values (the transpose trap).'),
+             N_('That is Q K, without the transpose: same shape, different values (the transpose trap).')),
             (('be85f5a6e19c124e', 'e593c6c3713d8f44', 'dc177bce228aacb1', 'eac0ad39833083bb'),
-             'That is K Q^T, the transpose: row i must belong to query i.'),
+             N_('That is K Q^T, the transpose: row i must belong to query i.')),
         ),
     ),
     'scaling.var_unscaled': Answer(
@@ -49,11 +49,11 @@ ANSWERS = {
         ('90fbbc37154e530f',),
         (
             (('ba6331dc70a3e989',),
-             'Each product q_r k_r has variance 4 x 4 = 16, not 1.'),
+             N_('Each product q_r k_r has variance 4 x 4 = 16, not 1.')),
             (('dcd8344a1791c393',),
-             'That is the variance after dividing by sqrt(d_k).'),
+             N_('That is the variance after dividing by sqrt(d_k).')),
             (('5fb5d4d7f5f6099f',),
-             'Both factors have variance 4: each product has variance 4 x 4 = 16.'),
+             N_('Both factors have variance 4: each product has variance 4 x 4 = 16.')),
         ),
     ),
     'scaling.var_scaled': Answer(
@@ -62,9 +62,9 @@ ANSWERS = {
         ('5105a51048bf7b65',),
         (
             (('0a39c2b147626443',),
-             'Scaling removes the factor d_k, not the scale of the inputs: 4 x 4 = 16 remains.'),
+             N_('Scaling removes the factor d_k, not the scale of the inputs: 4 x 4 = 16 remains.')),
             (('aa9a9d9ff6dd3b63',),
-             'Dividing by sqrt(d_k) divides the variance by d_k, not by sqrt(d_k).'),
+             N_('Dividing by sqrt(d_k) divides the variance by d_k, not by sqrt(d_k).')),
         ),
     ),
     'scaling.std_unscaled_64': Answer(
@@ -73,7 +73,7 @@ ANSWERS = {
         ('5d12bf724d94f4fc',),
         (
             (('00f29eb271d84f93',),
-             '64 is the variance; the standard deviation is its square root.'),
+             N_('64 is the variance; the standard deviation is its square root.')),
         ),
     ),
     'scaling.dropout_rowsum_var': Answer(
@@ -83,9 +83,9 @@ ANSWERS = {
         ('cc4378fa300ca49c',),
         (
             (('e15c69281407b8ee',),
-             'Each kept entry is divided by q, so the variance of each term is A^2 (1 - q) / q.'),
+             N_('Each kept entry is divided by q, so the variance of each term is A^2 (1 - q) / q.')),
             (('307867e3484954da',),
-             'The term m A / q has variance (A / q)^2 q (1 - q) = A^2 (1 - q) / q.'),
+             N_('The term m A / q has variance (A / q)^2 q (1 - q) = A^2 (1 - q) / q.')),
         ),
     ),
     'masks.keys_visible_5_6': Answer(
@@ -94,7 +94,7 @@ ANSWERS = {
         ('7a660e3ec6d2dd31',),
         (
             (('6c0c8b0881b18053',),
-             'That is the top-left triangle: it treats the query as position 0. Positions are absolute.'),
+             N_('That is the top-left triangle: it treats the query as position 0. Positions are absolute.')),
         ),
     ),
     'masks.keys_lost_top_left': Answer(
@@ -110,9 +110,9 @@ ANSWERS = {
         ('5f2bbd9fe6cdd191', '3789280b923d2138', 'fbf4ccb883163772', '9580afbd4b1ea442'),
         (
             (('097b34eb0902d916', '0aeff499dada3f7b', '2753ed9cbdf16c84', '19f890ac21ad5a5d'),
-             'Those are the weights without the mask.'),
+             N_('Those are the weights without the mask.')),
             (('097b34eb0902d916', '0aeff499dada3f7b', 'fbf4ccb883163772', '9580afbd4b1ea442'),
-             'That is the mask applied after the softmax: the row no longer sums to 1.'),
+             N_('That is the mask applied after the softmax: the row no longer sums to 1.')),
         ),
     ),
     'worked.weights_5_3': Answer(
@@ -121,9 +121,9 @@ ANSWERS = {
         ('7366db0099914151', '056ca0b24f2a2261', 'fb59db83c3312d27'),
         (
             (('8aca4a8baa337d26', '59d2e49f79feaaf7', 'eb2b8c2f33aed6fd'),
-             'Those weights are unscaled: divide the scores by sqrt(2) first.'),
+             N_('Those weights are unscaled: divide the scores by sqrt(2) first.')),
             (('3f5a323820ec98a9', '952482c1935645d6', 'a85661b8bd87ac7c'),
-             'Those are the causal weights; this exercise removes the mask.'),
+             N_('Those are the causal weights; this exercise removes the mask.')),
         ),
     ),
     'worked.output_5_3': Answer(
@@ -132,7 +132,7 @@ ANSWERS = {
         ('ac0fdda15a21e83f', '1e4b39915e9c6234'),
         (
             (('ac0fdda15a21e83f', '5029aac7e70bed66'),
-             'That row mixes the inputs X, not the values V.'),
+             N_('That row mixes the inputs X, not the values V.')),
         ),
     ),
     'worked.output_5_3_v3_zero': Answer(
@@ -141,7 +141,7 @@ ANSWERS = {
         ('8f3c7d22b333c8eb', 'dd89c746947221ac'),
         (
             (('5dff2f6420dac347', '8de83879bc3b45f4'),
-             'Zeroing a value does not remove its key: the weights stay (r, s, r).'),
+             N_('Zeroing a value does not remove its key: the weights stay (r, s, r).')),
         ),
     ),
     'worked.four_token_output0': Answer(
@@ -150,9 +150,9 @@ ANSWERS = {
         ('8f5345dd29e5fb31', 'a37960114001ed2a'),
         (
             (('386f54208dd407d5', '1142c270fe7d7a50'),
-             'Unscaled: divide the scores by sqrt(d_k) = sqrt(2) first.'),
+             N_('Unscaled: divide the scores by sqrt(d_k) = sqrt(2) first.')),
             (('bfa5933a22687d2e', '2ad87a3541603373'),
-             "Those are the source's rounded numbers; compute the value to four significant digits."),
+             N_("Those are the source's rounded numbers; compute the value to four significant digits.")),
         ),
     ),
     'worked.cross_attention': Answer(
@@ -174,25 +174,25 @@ ANSWERS = {
         ('8eb019172509b18e', 'e0af0eefa73be1ae'),
         (
             (('8eb019172509b18e', '1ea29cc2db7d7111'),
-             'The 1/sqrt(d_k) of the scores is missing: dK = dS^T Q / sqrt(d_k).'),
+             N_('The 1/sqrt(d_k) of the scores is missing: dK = dU^T Q / sqrt(d_k).')),
             (('9392156a08305bba', 'f032f2d77570251b'),
-             'dK_1 = dS_{2,1} q_2 / sqrt(2) and q_2 = (0, 1): only the second coordinate is nonzero.'),
+             N_('dK_1 = dU_{2,1} q_2 / sqrt(2) and q_2 = (0, 1): only the second coordinate is nonzero.')),
         ),
     ),
     'backprop.probe_J': Answer(
-        N_('the probe loss J in the two-position example'),
+        N_('the probe loss L in the two-position example'),
         (), -3, False,
         ('8fa88dfcaf07aa02',),
         (
         ),
     ),
     'backprop.dS': Answer(
-        N_('the score gradient dS (2 x 2) in the two-position example'),
+        N_('the score gradient dU (2 x 2) in the two-position example'),
         (2, 2), -3, False,
         ('9122092b262f2b09', '84876af455d5112d', '8e2e790556f80ef6', '7c42aa27eb990512'),
         (
             (('aee601bebeec7e46', '8417c097e4e6ddfa', 'b89b7269e90f8bda', '8236f3fd6c4fe6c4'),
-             'That is A * dA without the row-mean term: each row of dS must sum to 0.'),
+             N_('That is A * dA without the row-mean term: each row of dU must sum to 0.')),
         ),
     ),
     'multihead.params_h8': Answer(
@@ -201,7 +201,7 @@ ANSWERS = {
         ('0a29bbf7fc5274b1',),
         (
             (('f37254edb628c41c',),
-             'Count W_O too: four d x d matrices.'),
+             N_('Count W_O too: four d x d matrices.')),
         ),
     ),
     'multihead.params_h64': Answer(
@@ -210,9 +210,9 @@ ANSWERS = {
         ('5883d6be393d5fa0',),
         (
             (('a2d5fd5cfeef3e4a',),
-             'Heads split the d features; they do not copy the matrices.'),
+             N_('Heads split the d features; they do not copy the matrices.')),
             (('0c66c02520c41467',),
-             'Count W_O too: four d x d matrices.'),
+             N_('Count W_O too: four d x d matrices.')),
         ),
     ),
     'multihead.kv_ratio_5_11': Answer(
@@ -221,7 +221,7 @@ ANSWERS = {
         ('79298d5eb1225573',),
         (
             (('91c2b1415254a678',),
-             'The ratio new / old is 8 / 32.'),
+             N_('The ratio new / old is 8 / 32.')),
         ),
     ),
     'multihead.scores_ratio_5_11': Answer(
@@ -230,7 +230,7 @@ ANSWERS = {
         ('dfa5a17e8e3a047e',),
         (
             (('9cc7cd38cec69626',),
-             'Every one of the 32 query heads still computes its own T x S scores.'),
+             N_('Every one of the 32 query heads still computes its own T x S scores.')),
         ),
     ),
     'multihead.gpt2_head_dim': Answer(
@@ -247,9 +247,9 @@ ANSWERS = {
         ('abe4d74c5de84c7e',),
         (
             (('e62563938289d87b',),
-             'That is the MHA cache: GQA stores H_kv = 6 heads, not 24.'),
+             N_('That is the MHA cache: GQA stores H_kv = 6 heads, not 24.')),
             (('617743a3b9d7ddf4',),
-             'Keys and values: the factor 2 is missing.'),
+             N_('Keys and values: the factor 2 is missing.')),
         ),
     ),
     'cost.kv_ratio_5_7': Answer(
@@ -258,7 +258,7 @@ ANSWERS = {
         ('5f9161658dfa80d6',),
         (
             (('c2ac0f9c940bc69d',),
-             'The ratio GQA / MHA is 6 / 24.'),
+             N_('The ratio GQA / MHA is 6 / 24.')),
         ),
     ),
     'cost.attn_bytes_2k': Answer(
@@ -267,9 +267,9 @@ ANSWERS = {
         ('ebfc5c70af3ade16',),
         (
             (('64eb8e4cbb3073a9',),
-             'fp16 is 2 bytes per entry, not 4.'),
+             N_('fp16 is 2 bytes per entry, not 4.')),
             (('32b16b835d9c18bf',),
-             'Each fp16 entry takes 2 bytes.'),
+             N_('Each fp16 entry takes 2 bytes.')),
         ),
     ),
     'cost.attn_bytes_8k': Answer(
@@ -278,9 +278,9 @@ ANSWERS = {
         ('ef7faa510b558558',),
         (
             (('db16dfe0b7df480b',),
-             'fp16 is 2 bytes per entry, not 4.'),
+             N_('fp16 is 2 bytes per entry, not 4.')),
             (('95583d397b6f898d',),
-             'Each fp16 entry takes 2 bytes.'),
+             N_('Each fp16 entry takes 2 bytes.')),
         ),
     ),
     'cost.weights_bytes_5_35': Answer(
@@ -289,7 +289,7 @@ ANSWERS = {
         ('9e6ad1fba3242854',),
         (
             (('0f68c517dd775526',),
-             'Both sequences of the batch: B = 2.'),
+             N_('Both sequences of the batch: B = 2.')),
         ),
     ),
     'cost.flops_interaction': Answer(
@@ -298,11 +298,11 @@ ANSWERS = {
         ('6b9cb77cd2570d33',),
         (
             (('57c7bd705fd27dbb',),
-             ('That is half the count, which two different slips give: counting a multiply-add as 1 FLOP '
-              'instead of 2, or counting only one of the two products Q K^T and A V. Each product costs 2'
-              ' B H T S d FLOPs.')),
+             N_('That is half the count, which two different slips give: counting a multiply-add as 1 FLOP '
+                'instead of 2, or counting only one of the two products Q K^T and A V. Each product costs 2'
+                ' B H T S d FLOPs.')),
             (('df34fa46001ddeb3',),
-             'A quarter of the count: a multiply-add is 2 FLOPs, and both products Q K^T and A V count.'),
+             N_('A quarter of the count: a multiply-add is 2 FLOPs, and both products Q K^T and A V count.')),
         ),
     ),
     'structure.outputs_5_8': Answer(
@@ -311,7 +311,7 @@ ANSWERS = {
         ('61873e2975de2b75', '94984738c5590a1a'),
         (
             (('61873e2975de2b75', 'ae7cd39ba4ee7e92'),
-             'With query 1 the scores are (0, 1), so the weights are not uniform.'),
+             N_('With query 1 the scores are (0, 1), so the weights are not uniform.')),
         ),
     ),
     'pretrained.max_special_share': Answer(

@@ -131,32 +131,32 @@ def backward_without_scale_in_dk(q, k, v, g):
 
 # One gradient of the triple fails: each list is tried on its own gradient (dq, dk, dv).
 DQ_MISTAKES = [
-    Mistake("no_row_mean", N_("dq: missing the row-mean term of the softmax backward: dS = A * (dA - rowsum(A * "
+    Mistake("no_row_mean", N_("dq: missing the row-mean term of the softmax backward: dU = A * (dA - rowsum(A * "
                               "dA)), not A * dA. (dV can still be right: it does not pass through the softmax.)"),
             backward_without_row_mean),
-    Mistake("unweighted_mean", N_("dq: the row mean in dS must be weighted by A: rowsum(A * dA)."),
+    Mistake("unweighted_mean", N_("dq: the row mean in dU must be weighted by A: rowsum(A * dA)."),
             backward_unweighted_row_mean),
-    Mistake("softmax_as_identity", N_("dq: the softmax Jacobian is missing (dS = dA)."), backward_softmax_as_identity),
-    Mistake("dq_transposed_ds", N_("dq: use dS K, not dS^T K (dq has one row per query)."),
+    Mistake("softmax_as_identity", N_("dq: the softmax Jacobian is missing (dU = dA)."), backward_softmax_as_identity),
+    Mistake("dq_transposed_ds", N_("dq: use dU K, not dU^T K (dq has one row per query)."),
             backward_dq_with_transposed_ds),
     Mistake("no_scale", N_("dq: missing the 1/sqrt(d_k) in dQ and dK: the scores are scaled, so "
-                            "dQ = dS K / sqrt(d_k)."),
+                            "dQ = dU K / sqrt(d_k)."),
             backward_without_scale),
-    Mistake("no_scale", N_("dq: missing the 1/sqrt(d_k): dQ = dS K / sqrt(d_k)."), backward_without_scale_in_dq),
+    Mistake("no_scale", N_("dq: missing the 1/sqrt(d_k): dQ = dU K / sqrt(d_k)."), backward_without_scale_in_dq),
 ]
 DK_MISTAKES = [
-    Mistake("no_row_mean", N_("dk: missing the row-mean term of the softmax backward: dS = A * (dA - rowsum(A * "
+    Mistake("no_row_mean", N_("dk: missing the row-mean term of the softmax backward: dU = A * (dA - rowsum(A * "
                               "dA)), not A * dA. (dV can still be right: it does not pass through the softmax.)"),
             backward_without_row_mean),
-    Mistake("unweighted_mean", N_("dk: the row mean in dS must be weighted by A: rowsum(A * dA)."),
+    Mistake("unweighted_mean", N_("dk: the row mean in dU must be weighted by A: rowsum(A * dA)."),
             backward_unweighted_row_mean),
-    Mistake("softmax_as_identity", N_("dk: the softmax Jacobian is missing (dS = dA)."), backward_softmax_as_identity),
-    Mistake("dk_untransposed", N_("dk: untransposed dK. Use dS^T Q (one row per key), not dS Q; with T = S the shapes "
+    Mistake("softmax_as_identity", N_("dk: the softmax Jacobian is missing (dU = dA)."), backward_softmax_as_identity),
+    Mistake("dk_untransposed", N_("dk: untransposed dK. Use dU^T Q (one row per key), not dU Q; with T = S the shapes "
             "agree and only the values are wrong."), backward_dk_untransposed),
-    Mistake("dk_from_k", N_("dk: dK = dS^T Q / sqrt(d_k) uses the queries, not the keys."), backward_dk_from_k),
-    Mistake("no_scale", N_("dk: missing the 1/sqrt(d_k) in dQ and dK: dK = dS^T Q / sqrt(d_k)."),
+    Mistake("dk_from_k", N_("dk: dK = dU^T Q / sqrt(d_k) uses the queries, not the keys."), backward_dk_from_k),
+    Mistake("no_scale", N_("dk: missing the 1/sqrt(d_k) in dQ and dK: dK = dU^T Q / sqrt(d_k)."),
             backward_without_scale),
-    Mistake("no_scale", N_("dk: missing the 1/sqrt(d_k): dK = dS^T Q / sqrt(d_k)."), backward_without_scale_in_dk),
+    Mistake("no_scale", N_("dk: missing the 1/sqrt(d_k): dK = dU^T Q / sqrt(d_k)."), backward_without_scale_in_dk),
 ]
 DV_MISTAKES = [
     Mistake("dv_untransposed", N_("dv: untransposed dV. Use A^T G (one row per key), not A G; with T = S the shapes "
@@ -170,9 +170,9 @@ def _shape_hint(name, T, S):
         if name == "dv" and shape[-2] == T != S:
             return _("dV needs one row per key (S rows): dV = A^T G.")
         if name == "dk" and shape[-2] == T != S:
-            return _("dK needs one row per key (S rows): dK = dS^T Q / sqrt(d_k).")
+            return _("dK needs one row per key (S rows): dK = dU^T Q / sqrt(d_k).")
         if name == "dq" and shape[-2] == S != T:
-            return _("dQ needs one row per query (T rows): dQ = dS K / sqrt(d_k).")
+            return _("dQ needs one row per query (T rows): dQ = dU K / sqrt(d_k).")
         return None
     return hint
 
@@ -222,4 +222,4 @@ def check_attention_backward(run, fn):
 def _backward_hint(err):
     base = error_hint(err)
     return ((base + " ") if base else "") + _("Shapes to aim for: dV = A^T G is (S, d_v), dA = G V^T is (T, S), "
-                                              "dQ = dS K is (T, d_k), dK = dS^T Q is (S, d_k).")
+                                              "dQ = dU K is (T, d_k), dK = dU^T Q is (S, d_k).")

@@ -137,7 +137,7 @@ def test_attention_backward_untransposed_dk():
 
 def test_attention_backward_dq_with_transposed_ds():
     assert_diagnosis(C.check_attention_backward(lambda *a: student_backward(*a, dq_t=True)), "dq_transposed_ds",
-                     "not dS^T K")
+                     "not dU^T K")
 
 
 def test_attention_backward_dk_from_keys():
