@@ -68,6 +68,12 @@ def extract() -> Path:
     shutil.rmtree(POT_OUT, ignore_errors=True)      # Sphinx would skip pages it read before
     subprocess.run([sys.executable, str(ROOT / "tools" / "edition_config.py"), "pot"], check=True,
                    stdout=subprocess.DEVNULL)
+    # the pages the English cache lacks, several at once (the gettext build then reads them all)
+    executed = subprocess.run([sys.executable, str(ROOT / "tools" / "execute_pages.py"), "--config", "_config_pot.yml",
+                               "--toc", "_toc_pot.yml"], capture_output=True, text=True)
+    if executed.returncode != 0:
+        sys.stderr.write(executed.stdout[-3000:] + executed.stderr[-3000:])
+        raise SystemExit("executing the English pages failed (above)")
     # the build's own chatter (kernels starting) is noise; only a failure is worth showing
     done = subprocess.run([str(BIN / "jupyter-book"), "build", str(ROOT), "--config", str(ROOT / "_config_pot.yml"),
                            "--toc", str(ROOT / "_toc_pot.yml"),
