@@ -1,16 +1,21 @@
-"""Showing exact values in a notebook: the closed form and, beneath it, its decimals.
+"""Showing values in a notebook: exact values with their decimals, and a block of numbers in words.
 
 ``show("A", A, "O", O)`` displays each SymPy value as ``A = <closed form> ≈ <decimals>``, the
 decimals on their own line so that wide matrices still fit the page. Values that are already
 integers, and expressions with free symbols, are shown without decimals.
+
+``in_words(values)`` says what a block (or row) of numbers a computation returned is: all NaN,
+all zeros, finite, or partly not finite, in the language of ``attnlab.set_language``, so that a page
+can put what the installed library returns into a sentence of either edition.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import sympy as sp
 
 from .errors import AttentionInputError
-from .i18n import _
+from .i18n import N_, _
 
 
 def _needs_decimals(value) -> bool:
@@ -38,3 +43,27 @@ def show(*pairs, digits: int = 6) -> None:
         raise AttentionInputError(_("show takes name, value pairs; got {count} arguments").format(count=len(pairs)))
     parts = [latex_with_decimals(n, v, digits) for n, v in zip(pairs[::2], pairs[1::2])]
     display(Math(r",\qquad ".join(parts)))
+
+
+_WORDS = {   # (all NaN, all zeros, all finite, some NaN or infinite)
+    "block": (N_("a block of NaN"), N_("a block of zeros"), N_("finite numbers"),
+              N_("numbers, some of them not finite")),
+    "row": (N_("a row of NaN"), N_("a row of zeros"), N_("a finite nonzero row"),
+            N_("a row with entries that are not finite")),
+}
+
+
+def in_words(values, shape: str = "block") -> str:
+    """What ``values`` (array or tensor) is, in words: "a block of NaN", "a row of zeros", ..."""
+    if shape not in _WORDS:
+        raise AttentionInputError(_("in_words: shape must be one of {names}; got {shape!r}").format(
+            names=", ".join(map(repr, _WORDS)), shape=shape))
+    if hasattr(values, "detach"):                                     # a torch tensor
+        values = values.detach().cpu().numpy()
+    arr = np.asarray(values, dtype=float)
+    nan, zeros, finite, mixed = _WORDS[shape]
+    if arr.size and np.isnan(arr).all():
+        return _(nan)
+    if arr.size and (arr == 0).all():
+        return _(zeros)
+    return _(finite) if np.isfinite(arr).all() else _(mixed)

@@ -4,7 +4,9 @@ import pytest
 import sympy as sp
 
 import attnlab as al
+from attnlab import display
 from attnlab.display import latex_with_decimals, show
+from attnlab.errors import AttentionInputError
 from attnlab.exact import to_float
 
 
@@ -41,3 +43,32 @@ def test_show_displays_pairs_and_refuses_an_odd_count(monkeypatch):
     with pytest.raises(al.AttentionInputError, match="pairs"):
         show("A", 1, "B")
     assert al.display.show is show
+
+
+@pytest.mark.parametrize("shape, values, english, chinese", [
+    ("block", np.full((2, 3), np.nan), "a block of NaN", "一块 NaN"),
+    ("block", np.zeros((2, 3)), "a block of zeros", "一块全零"),
+    ("block", np.eye(2), "finite numbers", "有限的数"),
+    ("block", np.array([1.0, np.nan]), "numbers, some of them not finite", "部分不是有限值的数"),
+    ("row", [0.0, 0.0], "a row of zeros", "一行全零"),
+    ("row", [np.nan, np.nan], "a row of NaN", "一行 NaN"),
+    ("row", [0.0, 2.0], "a finite nonzero row", "有限的非零一行"),
+    ("row", [np.inf, 1.0], "a row with entries that are not finite", "含非有限值的一行"),
+])
+def test_in_words_says_what_a_block_is_in_both_languages(shape, values, english, chinese):
+    import torch
+
+    from attnlab.i18n import set_language
+
+    assert display.in_words(values, shape) == english
+    assert display.in_words(torch.tensor(values), shape) == english     # a tensor reads the same
+    try:
+        set_language("zh_CN")
+        assert display.in_words(values, shape) == chinese
+    finally:
+        set_language("en")
+
+
+def test_in_words_refuses_an_unknown_shape_word():
+    with pytest.raises(AttentionInputError, match="'block', 'row'"):
+        display.in_words([1.0], "column")
