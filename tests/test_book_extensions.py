@@ -1,4 +1,5 @@
-"""The book's local Sphinx extensions (_ext/): Chinese glosses as lang="zh" spans, figure stamps."""
+"""The book's local Sphinx extensions (_ext/): Chinese glosses as lang="zh" spans, figure stamps,
+glossary word forms on one line."""
 from __future__ import annotations
 
 import sys
@@ -17,6 +18,7 @@ from attnlab import plots  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "_ext"))
 import cjk_glosses  # noqa: E402
+import glossary_word_forms  # noqa: E402
 import legible_figures  # noqa: E402
 
 
@@ -87,3 +89,45 @@ def test_bibliography_entries_are_labelled_as_they_are_cited_and_keep_their_titl
     assert {labels["many"], labels["many2"]} == {"Dao et al., 2022a", "Dao et al., 2022b"}
     assert labels["src"] == "Source text A, 2026"
     assert "A Chinese Textbook Chapter" in entries["src"].text.render_as("text")     # not "a chinese textbook"
+
+
+def _entry(*terms: str) -> nodes.definition_list_item:
+    from sphinx import addnodes
+
+    item = nodes.definition_list_item()
+    for n, text in enumerate(terms):
+        term = nodes.term("", text, ids=[f"term-{n}"])
+        index = addnodes.index()
+        index["entries"] = [("single", text, f"term-{n}", "main", None)]
+        term += index
+        item += term
+    item += nodes.definition("", nodes.paragraph(text="Softmax weights pinned near 0 and 1."))
+    return item
+
+
+@pytest.mark.parametrize("terms, line", [
+    (("saturation (饱和)", "saturated (饱和)", "saturates (饱和)"), "saturation, saturated, saturates (饱和)"),
+    (("饱和（saturation）", "饱和（saturated）"), "饱和（saturation、saturated）"),
+])
+def test_word_forms_of_one_term_become_one_line_that_keeps_every_anchor(terms, line):
+    from sphinx import addnodes
+
+    item = _entry(*terms)
+    assert glossary_word_forms.merge_item(item)
+    kept = [c for c in item.children if isinstance(c, nodes.term)]
+    assert len(kept) == 1 and kept[0].astext() == line
+    assert kept[0]["ids"] == [f"term-{n}" for n in range(len(terms))]       # links to any form land here
+    assert len(list(kept[0].findall(addnodes.index))) == len(terms)           # and each stays in the index
+    assert isinstance(item.children[-1], nodes.definition)
+
+
+@pytest.mark.parametrize("terms", [
+    ("KV cache (键值缓存)",),                                   # one term: nothing to merge
+    ("cache (高速缓存)", "KV cache (键值缓存)"),                # different glosses: different terms
+    ("saturation (饱和)", "饱和（saturated）"),                  # mixed order: left alone
+    ("saturation", "saturated"),                               # no gloss
+])
+def test_entries_that_are_not_word_forms_of_one_term_stay_as_they_are(terms):
+    item = _entry(*terms)
+    assert not glossary_word_forms.merge_item(item)
+    assert [c.astext() for c in item.children if isinstance(c, nodes.term)] == list(terms)
