@@ -57,7 +57,7 @@ def in_words(values, shape: str = "block") -> str:
     """What ``values`` (array or tensor) is, in words: "a block of NaN", "a row of zeros", ..."""
     if shape not in _WORDS:
         raise AttentionInputError(_("in_words: shape must be one of {names}; got {shape!r}").format(
-            names=", ".join(map(repr, _WORDS)), shape=shape))
+            names=tuple(_WORDS), shape=shape))
     if hasattr(values, "detach"):                                     # a torch tensor
         values = values.detach().cpu().numpy()
     arr = np.asarray(values, dtype=float)
