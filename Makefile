@@ -130,8 +130,15 @@ pdf-zh: $(STAMP)
 	mkdir -p $(BUILD)/pdf && cp $(BUILD)/zh/_build/latex/attention-computed-zh.pdf $(BUILD)/pdf/
 	@echo "中文 PDF: $(CURDIR)/$(BUILD)/pdf/attention-computed-zh.pdf"
 
+# One page, as the book builds it, through a table of contents of that page alone (Jupyter Book's
+# own page mode reads every file beside the page, for a page at the top the virtual environment
+# too). Links to other pages warn: they are not in this build.
+PAGE_OUT = $(BUILD)/pages/$(basename $(notdir $(PAGE)))
 page: $(STAMP) assets
-	$(JB) build $(PAGE) --config _config.yml $(JBFLAGS) --path-output $(BUILD)/pages/$(basename $(notdir $(PAGE)))
+	@test -f "$(PAGE)" || { echo "make page PAGE=chapters/01_qkv.md: no page $(PAGE)"; exit 2; }
+	mkdir -p $(PAGE_OUT)
+	printf 'format: jb-book\nroot: %s\n' "$(basename $(PAGE))" > $(PAGE_OUT)/_toc.yml
+	$(JB) build . --config _config.yml --toc $(PAGE_OUT)/_toc.yml $(JBFLAGS) --path-output $(PAGE_OUT)
 
 test: $(STAMP) assets
 	$(VENV)/bin/pytest
