@@ -44,6 +44,8 @@ class MergeWordForms(SphinxPostTransform):
     default_priority = 100          # before the Chinese runs are marked (cjk_glosses, 900)
 
     def run(self, **kwargs) -> None:
+        if self.app.builder.name == "gettext":     # the catalogs keep one entry per word form
+            return
         for glossary in self.document.findall(addnodes.glossary):
             for item in list(glossary.findall(nodes.definition_list_item)):
                 merge_item(item)
