@@ -72,10 +72,11 @@ class Executed:
 
 
 def _quiet_kernels() -> None:
-    """Worker start: the kernels' own stderr (ipykernel's start-up warnings) goes nowhere; a
-    failing cell's traceback still comes back in :class:`Executed`."""
+    """The kernels' own stderr (ipykernel's start-up warnings) goes nowhere; a failing cell's
+    traceback still comes back in :class:`Executed`."""
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 2)
+    os.close(devnull)
 
 
 def execute(path: pathlib.Path, timeout: int) -> Executed:
@@ -140,7 +141,14 @@ def run(paths: list[pathlib.Path], cache, jobs: int, timeout: int, solo: tuple =
             for future in concurrent.futures.as_completed([pool.submit(execute, p, timeout) for p in together]):
                 store(future.result())
     for path in alone:
-        store(execute(path, timeout))
+        saved = os.dup(2)
+        try:
+            _quiet_kernels()                      # this process's stderr is the kernel's too
+            done = execute(path, timeout)
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        store(done)
     return failed
 
 
