@@ -20,6 +20,7 @@ sys.path.insert(0, str(ROOT / "_ext"))
 import cjk_glosses  # noqa: E402
 import glossary_word_forms  # noqa: E402
 import legible_figures  # noqa: E402
+import math_nowrap  # noqa: E402
 
 
 def test_runs_of_chinese_become_zh_spans_and_the_rest_stays_text():
@@ -46,6 +47,27 @@ def test_code_and_math_keep_their_chinese():
     texts = [t for t in doc.findall(nodes.Text) if "键" in t]
     skipped = [cjk_glosses._skipped(t) for t in texts]
     assert skipped == [False, True, True]
+
+
+def test_inline_math_is_glued_to_the_punctuation_that_touches_it():
+    doc = publish_doctree("So :math:`x`, and (:math:`y`) then :math:`z` is; :math:`T`。下, :math:`a`, :math:`b`, end.")
+    before = doc.astext()
+    assert math_nowrap.glue_all(doc) == 5
+    assert doc.astext() == before                                  # nothing added or lost
+    spans = [n for n in doc.findall(nodes.inline) if "math-nowrap" in n["classes"]]
+    assert [n.astext() for n in spans] == ["x,", "(y)", "T。", "a,", "b,"]
+    z = next(m for m in doc.findall(nodes.math) if m.astext() == "z")
+    assert isinstance(z.parent, nodes.paragraph)                  # followed by a space: left alone
+    assert math_nowrap.glue_all(doc) == 0                          # idempotent
+
+
+def test_the_glued_math_is_written_as_a_nowrap_span():
+    from docutils.core import publish_from_doctree
+    from docutils.writers.html5_polyglot import Writer
+    doc = publish_doctree("Keys :math:`K`, values.")
+    math_nowrap.glue_all(doc)
+    html = publish_from_doctree(doc, writer=Writer()).decode()
+    assert '<span class="math-nowrap"><span class="formula"><i>K</i></span>,</span> values.' in html
 
 
 def test_a_stamped_png_is_read_back(tmp_path):
