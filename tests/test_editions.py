@@ -31,6 +31,33 @@ def test_the_chinese_edition_is_chinese_executes_in_its_own_cache_and_has_its_ow
     assert BASE["sphinx"]["config"].get("language") in (None, "en")            # the English config is untouched
 
 
+def test_the_chinese_bibliography_describes_the_source_texts_in_chinese_and_keeps_every_entry():
+    from pybtex.database import parse_string
+
+    english = parse_string((ROOT / "references.bib").read_text(encoding="utf-8"), "bibtex")
+    fields = yaml.safe_load((ROOT / edition_config.ZH_BIB_FIELDS).read_text(encoding="utf-8"))
+    chinese = parse_string(edition_config.translated_bib(
+        (ROOT / "references.bib").read_text(encoding="utf-8"), fields), "bibtex")
+    assert list(chinese.entries) == list(english.entries)          # same keys, same order
+    sources = [key for key in english.entries if key.startswith("src-")]
+    assert sorted(fields) == sorted(sources)                       # every source text, nothing else
+    for key in sources:
+        entry = chinese.entries[key]
+        assert str(entry.persons["author"][0]).startswith("{源文本")
+        assert all("\u4e00" <= c <= "\u9fff" for c in entry.fields["note"][:3])
+        assert entry.fields["year"] == english.entries[key].fields["year"]
+    paper = next(key for key in english.entries if not key.startswith("src-"))
+    assert chinese.entries[paper].fields["title"] == english.entries[paper].fields["title"]
+    assert edition_config.zh_config(BASE)["bibtex_bibfiles"] == [edition_config.ZH_BIB]
+
+
+def test_a_translated_field_that_matches_no_entry_is_an_error():
+    import pytest
+
+    with pytest.raises(SystemExit, match="src-nothing.title"):
+        edition_config.translated_bib("@misc{src-a,\n  title = {A},\n}\n", {"src-nothing": {"title": "无"}})
+
+
 def test_extraction_executes_from_the_english_cache_and_keeps_line_numbers_out():
     pot = edition_config.pot_config(BASE)
     assert pot["execute"] == BASE["execute"]             # figure captions exist only with outputs

@@ -72,6 +72,21 @@ def test_executed_pages_are_found_in_the_cache_and_failures_are_reported(tmp_pat
     assert execute_pages.missing([good, other], cache) == [good]
 
 
+def test_pages_run_together_share_the_cores_and_a_page_run_alone_keeps_them(tmp_path, monkeypatch):
+    from jupyter_cache import get_cache
+
+    for name in execute_pages.THREAD_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(execute_pages.os, "cpu_count", lambda: 4)
+    cache = get_cache(str(tmp_path / "cache"))
+    code = "import os\nprint(os.environ.get('OMP_NUM_THREADS', 'all'))"
+    together = [page(tmp_path, f"together{i}", code + f"  # {i}") for i in range(2)]
+    alone = page(tmp_path, "alone", code)
+    assert execute_pages.run([*together, alone], cache, jobs=2, timeout=60, solo=(alone,)) == []
+    assert [outputs(cache, p).strip() for p in together] == ["2", "2"]      # 4 cores, 2 at once
+    assert outputs(cache, alone).strip() == "all"
+
+
 def test_nothing_to_do_is_said_and_succeeds(tmp_path, capsys, monkeypatch):
     from jupyter_cache import get_cache
 

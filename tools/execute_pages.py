@@ -9,7 +9,9 @@ executed notebooks to the cache; Jupyter Book then finds every page there ("Usin
 notebook"). A page whose code is unchanged is not executed again.
 
 Pages that time things on the machine (:data:`SOLO`: their cells compare measured speeds) run
-alone, after the others, so that no other kernel competes with their measurements.
+alone, after the others, so that no other kernel competes with their measurements. The pages run
+together share the cores: each kernel gets ``cores // jobs`` threads (OMP_NUM_THREADS and its kin,
+unless the environment sets them), and a page run alone keeps them all.
 
     python tools/execute_pages.py [--config _config.yml] [--toc _toc.yml] [--jobs N]
 
@@ -79,6 +81,17 @@ def _quiet_kernels() -> None:
     os.close(devnull)
 
 
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+def _pool_worker(threads: int) -> None:
+    """A worker of the pool: quiet kernels, each with its share of the cores. Two kernels with two
+    torch threads each on two cores spend their time waiting for each other's threads."""
+    _quiet_kernels()
+    for name in THREAD_VARIABLES:
+        os.environ.setdefault(name, str(threads))      # the kernel inherits this process's environment
+
+
 def execute(path: pathlib.Path, timeout: int) -> Executed:
     """Run one page in a fresh kernel, in the page's folder (what myst-nb's cache mode does)."""
     from jupyter_cache.executors.utils import single_nb_execution
@@ -137,7 +150,9 @@ def run(paths: list[pathlib.Path], cache, jobs: int, timeout: int, solo: tuple =
         print(f"  {name}: {done.seconds:.0f} s", flush=True)
 
     if together:
-        with concurrent.futures.ProcessPoolExecutor(max_workers=max(1, jobs), initializer=_quiet_kernels) as pool:
+        threads = max(1, (os.cpu_count() or 1) // max(1, jobs))
+        with concurrent.futures.ProcessPoolExecutor(max_workers=max(1, jobs), initializer=_pool_worker,
+                                                    initargs=(threads,)) as pool:
             for future in concurrent.futures.as_completed([pool.submit(execute, p, timeout) for p in together]):
                 store(future.result())
     for path in alone:
