@@ -4,7 +4,8 @@ The book cites author-year ("Dao et al., 2022"); pybtex's ``plain`` style labels
 [2], ..., so a reader of the PDF could not find "Dao et al., 2022" in it by its label, and it
 sentence-cases titles ("a chinese textbook"). This style keeps ``plain``'s entries with the titles
 as written and labels each entry by its citation: "Last, year", "A and B, year" or "A et al., year"
-(a, b, ... where two entries would share a label).
+(a, b, ... where two entries would share a label). The list is alphabetical by author, with a
+corporate author ({Gemma Team}) among the G's.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from collections import Counter
 from pybtex.plugin import register_plugin
 from pybtex.style.formatting.plain import Style as PlainStyle
 from pybtex.style.labels import BaseLabelStyle
+from pybtex.style.sorting.author_year_title import SortingStyle as AuthorYearTitleSorting
 from pybtex.style.template import field, sentence
 
 
@@ -39,8 +41,17 @@ class AuthorYearLabels(BaseLabelStyle):
                 seen[label] += 1
 
 
+class AuthorYearSorting(AuthorYearTitleSorting):
+    """pybtex's author-year-title order, but a corporate author written in braces ({Gemma Team})
+    sorts under its first letter, not after Z (the brace's code point)."""
+
+    def person_key(self, person) -> str:
+        return super().person_key(person).replace("{", "").replace("}", "")
+
+
 class AuthorYearStyle(PlainStyle):
     default_label_style = "authoryear"
+    default_sorting_style = "authoryear"
 
     def format_title(self, e, which_field, as_sentence=True):
         title = field(which_field)                 # as written in references.bib
@@ -48,6 +59,7 @@ class AuthorYearStyle(PlainStyle):
 
 
 register_plugin("pybtex.style.labels", "authoryear", AuthorYearLabels)
+register_plugin("pybtex.style.sorting", "authoryear", AuthorYearSorting)
 register_plugin("pybtex.style.formatting", "authoryear", AuthorYearStyle)
 
 

@@ -113,6 +113,20 @@ def test_bibliography_entries_are_labelled_as_they_are_cited_and_keep_their_titl
     assert "A Chinese Textbook Chapter" in entries["src"].text.render_as("text")     # not "a chinese textbook"
 
 
+def test_the_bibliography_is_alphabetical_with_corporate_authors_among_their_letter():
+    import bib_style  # noqa: F401  (registers the style)
+    from pybtex.database import parse_string
+    from pybtex.plugin import find_plugin
+    bib = parse_string(r"""
+    @misc{z, author = {Zhang, Wei}, title = {Z}, year = {2020}}
+    @misc{g, author = {{Gemma Team}}, title = {G}, year = {2024}}
+    @misc{a, author = {Ainslie, Joshua}, title = {A}, year = {2023}}
+    @misc{h, author = {Henry, Alex}, title = {H}, year = {2020}}
+    """, "bibtex")
+    style = find_plugin("pybtex.style.formatting", "authoryear")()
+    assert [e.key for e in style.format_entries(bib.entries.values())] == ["a", "g", "h", "z"]
+
+
 def _entry(*terms: str) -> nodes.definition_list_item:
     from sphinx import addnodes
 
