@@ -21,11 +21,12 @@ $(error LANG=$(BOOK_LANG): the book's languages are zh_CN and en (the default, L
 endif
 LANG_FLAG := $(if $(BOOK_LANG),--lang $(BOOK_LANG))
 
-.PHONY: help book book-zh student-book-zh translations book-clean student-book pdf pdf-zh test test-fast test-browser test-pdf lab notebooks assignments grade clean lock gpu-check bench page
+.PHONY: help book book-zh books student-book-zh translations book-clean student-book pdf pdf-zh test test-fast test-browser test-pdf lab notebooks assignments grade clean lock gpu-check bench page
 
 help:
 	@echo "make book          build the HTML book into $(BUILD)/html (executes every page, cached)"
 	@echo "make book-zh       build the Chinese edition into $(BUILD)/zh/html (catalogs in locale/zh_CN)"
+	@echo "make books         both editions at once (the two HTML builds side by side)"
 	@echo "make student-book-zh  the Chinese edition without solutions, in $(BUILD)/zh/student/html"
 	@echo "make translations  extract the English text, merge it into the catalogs, print the coverage"
 	@echo "make book-clean    the same after emptying the execution cache"
@@ -76,6 +77,24 @@ book-zh: $(STAMP) assets
 	ATTNLAB_LANG=zh_CN $(EXECUTE) --config _config_zh.yml --toc _toc_zh.yml
 	ATTNLAB_LANG=zh_CN $(JB) build . $(JBFLAGS) --config _config_zh.yml --toc _toc_zh.yml --path-output $(BUILD)/zh
 	rm -rf $(BUILD)/zh/html && cp -r $(BUILD)/zh/_build/html $(BUILD)/zh/html
+	@echo "中文版: file://$(CURDIR)/$(BUILD)/zh/html/index.html"
+
+# Both editions at once, as CI builds them: each edition's pages execute on every core, then the two
+# Sphinx builds (one core each) run side by side; the Chinese build's log is shown when it ends.
+books: $(STAMP) assets
+	$(PY) tools/edition_config.py zh
+	rm -rf $(BUILD)/html $(BUILD)/.doctrees $(BUILD)/jupyter_execute
+	rm -rf $(BUILD)/zh/_build/html $(BUILD)/zh/_build/.doctrees $(BUILD)/zh/_build/jupyter_execute
+	$(EXECUTE)
+	ATTNLAB_LANG=zh_CN $(EXECUTE) --config _config_zh.yml --toc _toc_zh.yml
+	mkdir -p $(BUILD)/zh
+	{ ATTNLAB_LANG=zh_CN $(JB) build . $(JBFLAGS) --config _config_zh.yml --toc _toc_zh.yml \
+	    --path-output $(BUILD)/zh > $(BUILD)/zh/build.log 2>&1 & } ; zh=$$! ; \
+	  EDITION_TWIN=building $(JB) build . $(JBFLAGS) ; en=$$? ; wait $$zh ; zhrc=$$? ; \
+	  echo "--- the Chinese edition's build (exit $$zhrc):" ; tail -n 40 $(BUILD)/zh/build.log ; \
+	  test $$en = 0 && test $$zhrc = 0
+	rm -rf $(BUILD)/zh/html && cp -r $(BUILD)/zh/_build/html $(BUILD)/zh/html
+	@echo "The book: file://$(CURDIR)/$(BUILD)/html/index.html"
 	@echo "中文版: file://$(CURDIR)/$(BUILD)/zh/html/index.html"
 
 student-book-zh: $(STAMP) assets

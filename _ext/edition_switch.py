@@ -9,10 +9,12 @@ address is relative, so the switch works from ``file://`` and from any server th
 The Chinese edition always links to the English one (``make book-zh`` is built beside it). The
 English edition links to the Chinese one only when ``_build/zh/html`` exists as its build starts
 (``make book-zh`` before ``make book``, as CI does), so ``make book`` alone never links a missing
-page. Only the full editions get the switch: the student edition withholds the solutions.
+page. ``make books`` builds both editions side by side and says so with ``EDITION_TWIN=building``.
+Only the full editions get the switch: the student edition withholds the solutions.
 """
 from __future__ import annotations
 
+import os
 from html import escape
 from pathlib import Path
 
@@ -31,7 +33,8 @@ def _edition(app) -> str:
 def _decide(app) -> None:
     edition = _edition(app)
     toc = Path(getattr(app.config, "external_toc_path", None) or "").name
-    twin_built = edition == "zh" or (Path(app.confdir) / "_build" / "zh" / "html" / "index.html").is_file()
+    twin_built = (edition == "zh" or os.environ.get("EDITION_TWIN") == "building"
+                  or (Path(app.confdir) / "_build" / "zh" / "html" / "index.html").is_file())
     setattr(app, KEY, app.builder.format == "html" and toc == FULL_TOCS[edition] and twin_built)
 
 
