@@ -22,8 +22,9 @@ ALLOWED_COLOR = "#2b6cb0"
 FORBIDDEN_COLOR = "#edf2f7"
 FIGURE_DPI = 110         # pixels per inch of the PNGs in the book
 COLUMN_PX = 720          # width of the book's text column at a 1280 px window (tests/test_browser.py measures it)
-MIN_TEXT_PX = 9.0        # the smallest text a reader may see there, in CSS pixels
-PNG_TEXT_KEY = "attnlab:min-text-px"   # PNG tEXt entry: smallest text, in pixels of the PNG itself
+MIN_TEXT_PX = 9.0        # the smallest text a reader may see there: height of its capitals and digits, CSS px
+CAP_HEIGHT_EM = 0.73     # that height per font size (em) in DejaVu Sans, matplotlib's font (1493/2048)
+PNG_TEXT_KEY = "attnlab:min-text-px"   # PNG tEXt entry: smallest text (capital height), in pixels of the PNG
 _PAD_INCHES = 0.1        # matplotlib's pad around a bbox_inches="tight" figure
 
 
@@ -113,16 +114,19 @@ def _shown_scale(fig) -> float:
 
 
 def make_legible(fig, min_px: float = MIN_TEXT_PX) -> float:
-    """Raise every text of ``fig`` that would be shown smaller than ``min_px`` in the book.
+    """Raise every text of ``fig`` whose capitals would be shown less than ``min_px`` tall in the book.
 
-    A PNG wider than the column (``COLUMN_PX``) is shrunk to fit, and its text with it: a
-    font of ``pt`` points is shown at ``pt * dpi / 72 * scale`` pixels. Texts below the floor
-    (tick labels, legends, cell numbers, a chapter's own ``fontsize=``) are raised to it; the
-    layout is redone and checked again, as bigger labels widen the figure. Returns the
-    smallest text size in pixels of the PNG (what :data:`PNG_TEXT_KEY` records).
+    A text's size is what a reader measures on the screen: the height of its capitals and digits,
+    ``CAP_HEIGHT_EM`` of the font size (the font size itself, the em, is 1.37 times taller, and
+    lower-case letters are shorter still). A PNG wider than the column (``COLUMN_PX``) is shrunk to
+    fit, and its text with it: a font of ``pt`` points is shown with capitals
+    ``pt * dpi / 72 * CAP_HEIGHT_EM * scale`` pixels tall. Texts below the floor (tick labels,
+    legends, cell numbers, annotations, a chapter's own ``fontsize=``) are raised to it; the
+    layout is redone and checked again, as bigger labels widen the figure. Returns the smallest
+    capital height in pixels of the PNG (what :data:`PNG_TEXT_KEY` records).
     """
     for _attempt in range(4):
-        floor_pt = min_px * 1.03 * 72 / (fig.dpi * _shown_scale(fig))   # 3 % spare for rounding
+        floor_pt = min_px * 1.03 * 72 / (fig.dpi * CAP_HEIGHT_EM * _shown_scale(fig))   # 3 % spare for rounding
         small = [t for t in _visible_texts(fig) if t.get_fontsize() < floor_pt - 1e-6]
         if not small:
             break
@@ -135,7 +139,7 @@ def make_legible(fig, min_px: float = MIN_TEXT_PX) -> float:
             if t.get_fontsize() < floor_pt:
                 t.set_fontsize(floor_pt)
     sizes = [t.get_fontsize() for t in _visible_texts(fig)]
-    return (min(sizes) if sizes else plt.rcParams["font.size"]) * fig.dpi / 72
+    return (min(sizes) if sizes else plt.rcParams["font.size"]) * fig.dpi / 72 * CAP_HEIGHT_EM
 
 
 def _legible_png(fig, **kwargs) -> str:
