@@ -265,7 +265,8 @@ def convex_picture(ax, values, weights, allowed=None, labels=None, title=None):
     """Values as points in the plane, the hull of the allowed ones, and the output sum_j a_j v_j.
 
     ``values`` (S, 2), ``weights`` (S,). Point sizes grow with the weights; forbidden values
-    are drawn hollow and left out of the hull.
+    are drawn hollow and left out of the hull. The legend goes below the figure, once per figure
+    (the panels of one figure share it: draw the panel with forbidden values first, if any).
     """
     v = np.asarray(values, dtype=float)
     w = np.asarray(weights, dtype=float)
@@ -287,7 +288,9 @@ def convex_picture(ax, values, weights, allowed=None, labels=None, title=None):
         ax.annotate(labels[j] if labels is not None else f"$v_{{{j + 1}}}$", p, textcoords="offset points",
                     xytext=(6, 6))
     ax.set_aspect("equal", adjustable="datalim")
-    ax.legend(loc="best")
+    fig = ax.figure
+    if not fig.legends:                       # one legend below the panels: inside an axes it covers the hull
+        fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncol=2, markerscale=0.6)
     if title:
         ax.set_title(title)
     return out
