@@ -22,8 +22,9 @@ ALLOWED_COLOR = "#2b6cb0"
 FORBIDDEN_COLOR = "#edf2f7"
 FIGURE_DPI = 110         # pixels per inch of the PNGs in the book
 COLUMN_PX = 720          # width of the book's text column at a 1280 px window (tests/test_browser.py measures it)
-MIN_TEXT_PX = 9.0        # the smallest text a reader may see there, in CSS pixels
-PNG_TEXT_KEY = "attnlab:min-text-px"   # PNG tEXt entry: smallest text, in pixels of the PNG itself
+MIN_TEXT_PX = 9.0        # the smallest text a reader may see there: height of its capitals and digits, CSS px
+CAP_HEIGHT_EM = 0.73     # that height per font size (em) in DejaVu Sans, matplotlib's font (1493/2048)
+PNG_TEXT_KEY = "attnlab:min-text-px"   # PNG tEXt entry: smallest text (capital height), in pixels of the PNG
 _PAD_INCHES = 0.1        # matplotlib's pad around a bbox_inches="tight" figure
 
 
@@ -113,16 +114,19 @@ def _shown_scale(fig) -> float:
 
 
 def make_legible(fig, min_px: float = MIN_TEXT_PX) -> float:
-    """Raise every text of ``fig`` that would be shown smaller than ``min_px`` in the book.
+    """Raise every text of ``fig`` whose capitals would be shown less than ``min_px`` tall in the book.
 
-    A PNG wider than the column (``COLUMN_PX``) is shrunk to fit, and its text with it: a
-    font of ``pt`` points is shown at ``pt * dpi / 72 * scale`` pixels. Texts below the floor
-    (tick labels, legends, cell numbers, a chapter's own ``fontsize=``) are raised to it; the
-    layout is redone and checked again, as bigger labels widen the figure. Returns the
-    smallest text size in pixels of the PNG (what :data:`PNG_TEXT_KEY` records).
+    A text's size is what a reader measures on the screen: the height of its capitals and digits,
+    ``CAP_HEIGHT_EM`` of the font size (the font size itself, the em, is 1.37 times taller, and
+    lower-case letters are shorter still). A PNG wider than the column (``COLUMN_PX``) is shrunk to
+    fit, and its text with it: a font of ``pt`` points is shown with capitals
+    ``pt * dpi / 72 * CAP_HEIGHT_EM * scale`` pixels tall. Texts below the floor (tick labels,
+    legends, cell numbers, annotations, a chapter's own ``fontsize=``) are raised to it; the
+    layout is redone and checked again, as bigger labels widen the figure. Returns the smallest
+    capital height in pixels of the PNG (what :data:`PNG_TEXT_KEY` records).
     """
     for _attempt in range(4):
-        floor_pt = min_px * 1.03 * 72 / (fig.dpi * _shown_scale(fig))   # 3 % spare for rounding
+        floor_pt = min_px * 1.03 * 72 / (fig.dpi * CAP_HEIGHT_EM * _shown_scale(fig))   # 3 % spare for rounding
         small = [t for t in _visible_texts(fig) if t.get_fontsize() < floor_pt - 1e-6]
         if not small:
             break
@@ -135,7 +139,7 @@ def make_legible(fig, min_px: float = MIN_TEXT_PX) -> float:
             if t.get_fontsize() < floor_pt:
                 t.set_fontsize(floor_pt)
     sizes = [t.get_fontsize() for t in _visible_texts(fig)]
-    return (min(sizes) if sizes else plt.rcParams["font.size"]) * fig.dpi / 72
+    return (min(sizes) if sizes else plt.rcParams["font.size"]) * fig.dpi / 72 * CAP_HEIGHT_EM
 
 
 def _legible_png(fig, **kwargs) -> str:
@@ -261,7 +265,8 @@ def convex_picture(ax, values, weights, allowed=None, labels=None, title=None):
     """Values as points in the plane, the hull of the allowed ones, and the output sum_j a_j v_j.
 
     ``values`` (S, 2), ``weights`` (S,). Point sizes grow with the weights; forbidden values
-    are drawn hollow and left out of the hull.
+    are drawn hollow and left out of the hull. The legend goes below the figure, once per figure
+    (the panels of one figure share it: draw the panel with forbidden values first, if any).
     """
     v = np.asarray(values, dtype=float)
     w = np.asarray(weights, dtype=float)
@@ -283,7 +288,9 @@ def convex_picture(ax, values, weights, allowed=None, labels=None, title=None):
         ax.annotate(labels[j] if labels is not None else f"$v_{{{j + 1}}}$", p, textcoords="offset points",
                     xytext=(6, 6))
     ax.set_aspect("equal", adjustable="datalim")
-    ax.legend(loc="best")
+    fig = ax.figure
+    if not fig.legends:                       # one legend below the panels: inside an axes it covers the hull
+        fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncol=2, markerscale=0.6)
     if title:
         ax.set_title(title)
     return out

@@ -421,7 +421,8 @@ def test_a_chinese_figure_saves_as_png_without_missing_glyphs(rc, tmp_path):
     plots.heatmap(a, np.eye(3) / 2, title="注意力权重（softmax 之后）")
     plots.mask_grid(b, al.masks.causal(4), title="因果掩码")
     plots.convex_picture(c, st.CONVEX_VALUES, np.full(5, 0.2), allowed=[True] * 4 + [False])
-    labels = [a.get_xlabel(), a.get_ylabel(), b.get_xlabel()] + [t.get_text() for t in c.get_legend().get_texts()]
+    legend = fig.legends[0]                                  # the convex picture's legend sits below the panels
+    labels = [a.get_xlabel(), a.get_ylabel(), b.get_xlabel()] + [t.get_text() for t in legend.get_texts()]
     assert all(CJK.search(label) for label in labels), labels
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -2,7 +2,10 @@
 
 The reference for "legible" is the PNG the figure becomes: its pixel width (read back with
 PIL) fixes how much the book's column shrinks it, and every text's size in points fixes its
-height in the PNG. Nothing here reuses the helpers' own arithmetic.
+height in the PNG. A text's size is what a reader measures on the screen, the height of its
+capitals and digits, found here by counting the rows of ink of a rendered "H" (not the font
+size, the em: text whose em is 9 px shows capitals 6.6 px tall and lower case 4.9 px, the
+defect the book had). Nothing here reuses the helpers' own arithmetic.
 """
 from __future__ import annotations
 
@@ -31,14 +34,34 @@ def _style():
     plt.close("all")
 
 
+def _ink_rows(png: bytes) -> int:
+    ink = np.asarray(Image.open(io.BytesIO(png)).convert("L")) < 128
+    rows = np.flatnonzero(ink.any(axis=1))
+    return int(rows[-1] - rows[0] + 1)
+
+
+def capital_height_per_em() -> float:
+    """Height of the capitals and digits of matplotlib's font per font size, counted in a PNG's pixels."""
+    fig = plt.figure(figsize=(3, 2), dpi=100)
+    fig.text(0.1, 0.3, "H", fontsize=72)                            # 72 pt at 100 dpi: an em of 100 px
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100)
+    plt.close(fig)
+    return _ink_rows(buf.getvalue()) / 100
+
+
 def shown_text_px(fig) -> float:
-    """Smallest visible text of ``fig`` in CSS pixels once its PNG is fitted into the book's column."""
+    """Smallest visible text of ``fig`` (height of capitals) in CSS pixels once its PNG is fitted into the column."""
     buf = io.BytesIO()
     fig.savefig(buf, format="png", bbox_inches="tight", dpi=fig.dpi)
     width = Image.open(io.BytesIO(buf.getvalue())).size[0]
     scale = min(1.0, plots.COLUMN_PX / width)
     pts = [t.get_fontsize() for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
-    return min(pts) * fig.dpi / 72 * scale
+    return min(pts) * fig.dpi / 72 * capital_height_per_em() * scale
+
+
+def test_the_capital_height_the_helpers_assume_is_the_fonts():
+    assert plots.CAP_HEIGHT_EM == pytest.approx(capital_height_per_em(), abs=0.02)
 
 
 def four_panels(fontsize=6):
@@ -48,7 +71,18 @@ def four_panels(fontsize=6):
         ax.tick_params(labelsize=fontsize)
     axes[0].plot([], [], label="weights")
     axes[0].legend(fontsize=fontsize)
+    axes[1].annotate("peak", (1, 1), xytext=(6, 6), textcoords="offset points", fontsize=fontsize)
+    axes[2].text(0, 2, "note", fontsize=fontsize)
     return fig
+
+
+def test_text_raised_to_a_9_px_em_is_still_too_small():
+    """The old floor (font size 9 px where shown) leaves capitals under 9 px: it must not pass."""
+    fig = four_panels()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(plots, "CAP_HEIGHT_EM", 1.0)                    # what the helpers did before: the em
+        plots.make_legible(fig)
+    assert 6.0 < shown_text_px(fig) < plots.MIN_TEXT_PX
 
 
 def test_a_wide_figure_is_illegible_before_and_legible_after():
@@ -57,7 +91,9 @@ def test_a_wide_figure_is_illegible_before_and_legible_after():
     smallest = plots.make_legible(fig)
     assert shown_text_px(fig) >= plots.MIN_TEXT_PX
     pts = [t.get_fontsize() for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
-    assert smallest == pytest.approx(min(pts) * fig.dpi / 72)
+    assert smallest == pytest.approx(min(pts) * fig.dpi / 72 * capital_height_per_em(), rel=0.03)
+    raised = [t for t in fig.findobj(Text) if t.get_text() in ("peak", "note", "weights", "0.50")]
+    assert len(raised) >= 4 and min(t.get_fontsize() for t in raised) > 6      # annotations, ax.text, legend, cells
 
 
 def test_a_narrow_figure_is_left_alone():
