@@ -7,6 +7,9 @@ integers, and expressions with free symbols, are shown without decimals.
 ``in_words(values)`` says what a block (or row) of numbers a computation returned is: all NaN,
 all zeros, finite, or partly not finite, in the language of ``attnlab.set_language``, so that a page
 can put what the installed library returns into a sentence of either edition.
+
+``scientific(x)`` writes a small or large number as ``1.2 × 10⁻⁷``, in one piece that a table cell
+or a line of text never breaks (``1.2e-07`` breaks after its hyphen in a narrow column).
 """
 
 from __future__ import annotations
@@ -43,6 +46,23 @@ def show(*pairs, digits: int = 6) -> None:
         raise AttentionInputError(_("show takes name, value pairs; got {count} arguments").format(count=len(pairs)))
     parts = [latex_with_decimals(n, v, digits) for n, v in zip(pairs[::2], pairs[1::2])]
     display(Math(r",\qquad ".join(parts)))
+
+
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def scientific(x, digits: int = 1) -> str:
+    """``x`` as ``1.2 × 10⁻⁷`` (``digits`` after the point), joined by no-break spaces; NaN as "—"."""
+    x = float(x)
+    if np.isnan(x):
+        return "—"
+    if not np.isfinite(x):
+        return "∞" if x > 0 else "−∞"
+    mantissa, exponent = f"{x:.{digits}e}".split("e")
+    mantissa = mantissa.replace("-", "−")                     # a minus sign, not a hyphen
+    if int(exponent) == 0:
+        return mantissa
+    return f"{mantissa}\u00a0×\u00a010{str(int(exponent)).translate(_SUPERSCRIPT)}"
 
 
 _WORDS = {   # (all NaN, all zeros, all finite, some NaN or infinite)
