@@ -39,7 +39,11 @@ def test_show_displays_pairs_and_refuses_an_odd_count(monkeypatch):
     show("A", sp.Rational(1, 2), "B", 3)
     (math,) = shown
     assert isinstance(math, IPython.display.Math)
-    assert r"A &= \frac{1}{2}" in math.data and "0.5" in math.data and "B = 3" in math.data
+    assert r"A &= \frac{1}{2}" in math.data and "0.5" in math.data and "B &= 3" in math.data
+    # one aligned display: the exact values on the first line, their decimals on the second
+    assert math.data.count(r"\begin{aligned}") == 1
+    top, bottom = math.data.split(r"\\[1ex]")
+    assert r"\frac{1}{2}" in top and "B &= 3" in top and r"\approx 0.5" in bottom and "3" not in bottom
     with pytest.raises(al.AttentionInputError, match="pairs"):
         show("A", 1, "B")
     assert al.display.show is show
