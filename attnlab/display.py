@@ -7,6 +7,9 @@ integers, and expressions with free symbols, are shown without decimals.
 ``in_words(values)`` says what a block (or row) of numbers a computation returned is: all NaN,
 all zeros, finite, or partly not finite, in the language of ``attnlab.set_language``, so that a page
 can put what the installed library returns into a sentence of either edition.
+
+``scientific(x)`` writes a small or large number as ``1.2 × 10⁻⁷``, in one piece that a table cell
+or a line of text never breaks (``1.2e-07`` breaks after its hyphen in a narrow column).
 """
 
 from __future__ import annotations
@@ -23,26 +26,67 @@ def _needs_decimals(value) -> bool:
     return all(not e.free_symbols for e in entries) and not all(e.is_Integer for e in entries)
 
 
-def latex_with_decimals(name: str, value, digits: int = 6) -> str:
-    """LaTeX for ``name = value``, followed by ``≈ decimals`` when the value has any."""
+_ROW_GAP = r"\\[1ex]"   # between the exact line and the decimals: two matrices never touch
+
+
+def _exact_and_decimals(value, digits: int) -> tuple[str, str | None]:
+    """LaTeX of the exact value and of its decimals (None when it has none)."""
     value = sp.sympify(value)
     exact = sp.latex(value)
     if not _needs_decimals(value):
-        return f"{name} = {exact}"
+        return exact, None
     to_decimal = lambda e: e if e.is_Integer else e.evalf(digits)   # exact integers stay as they are
     rounded = value.applyfunc(to_decimal) if isinstance(value, sp.MatrixBase) else to_decimal(value)
-    decimals = sp.latex(rounded)
-    return rf"\begin{{aligned}} {name} &= {exact} \\ &\approx {decimals} \end{{aligned}}"
+    return exact, sp.latex(rounded)
+
+
+def latex_with_decimals(name: str, value, digits: int = 6) -> str:
+    """LaTeX for ``name = value``, followed by ``≈ decimals`` when the value has any."""
+    exact, decimals = _exact_and_decimals(value, digits)
+    if decimals is None:
+        return f"{name} = {exact}"
+    return rf"\begin{{aligned}} {name} &= {exact} {_ROW_GAP} &\approx {decimals} \end{{aligned}}"
 
 
 def show(*pairs, digits: int = 6) -> None:
-    """Display name = value formulas side by side, each with its decimals: show("A", A, "O", O)."""
+    """Display name = value formulas side by side, each with its decimals: show("A", A, "O", O).
+
+    Several pairs are one aligned display: the exact values share a line, and so do their decimals."""
     from IPython.display import Math, display
 
     if len(pairs) % 2:
         raise AttentionInputError(_("show takes name, value pairs; got {count} arguments").format(count=len(pairs)))
-    parts = [latex_with_decimals(n, v, digits) for n, v in zip(pairs[::2], pairs[1::2])]
-    display(Math(r",\qquad ".join(parts)))
+    names, values = pairs[::2], pairs[1::2]
+    if len(names) == 1:
+        display(Math(latex_with_decimals(names[0], values[0], digits)))
+        return
+    parts = [_exact_and_decimals(v, digits) for v in values]
+    if all(decimals is None for _exact, decimals in parts):
+        display(Math(r",\qquad ".join(f"{n} = {exact}" for n, (exact, _d) in zip(names, parts))))
+        return
+    last = len(names) - 1
+    gap = lambda i: r",\qquad" if i < last else ""
+    top = " & ".join(f"{n} &= {exact}{gap(i)}" for i, (n, (exact, _d)) in enumerate(zip(names, parts)))
+    bottom = " & ".join(rf"&\approx {d}" + r"\qquad" * (i < last) if d is not None else "&"
+                        for i, (_e, d) in enumerate(parts))
+    display(Math(rf"\begin{{aligned}} {top} {_ROW_GAP} {bottom} \end{{aligned}}"))
+
+
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def scientific(x, digits: int = 1) -> str:
+    """``x`` as ``1.2 × 10⁻⁷`` (``digits`` after the point), joined by no-break spaces; NaN as "—"."""
+    x = float(x)
+    if np.isnan(x):
+        return "—"
+    if not np.isfinite(x):
+        return "∞" if x > 0 else "−∞"
+    mantissa, exponent = f"{x:.{digits}e}".split("e")
+    mantissa = mantissa.replace("-", "−")                     # a minus sign, not a hyphen
+    if int(exponent) == 0:
+        return mantissa
+    return f"{mantissa}\u00a0×\u00a010{str(int(exponent)).translate(_SUPERSCRIPT)}"
 
 
 _WORDS = {   # (all NaN, all zeros, all finite, some NaN or infinite)

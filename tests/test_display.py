@@ -39,7 +39,11 @@ def test_show_displays_pairs_and_refuses_an_odd_count(monkeypatch):
     show("A", sp.Rational(1, 2), "B", 3)
     (math,) = shown
     assert isinstance(math, IPython.display.Math)
-    assert r"A &= \frac{1}{2}" in math.data and "0.5" in math.data and "B = 3" in math.data
+    assert r"A &= \frac{1}{2}" in math.data and "0.5" in math.data and "B &= 3" in math.data
+    # one aligned display: the exact values on the first line, their decimals on the second
+    assert math.data.count(r"\begin{aligned}") == 1
+    top, bottom = math.data.split(r"\\[1ex]")
+    assert r"\frac{1}{2}" in top and "B &= 3" in top and r"\approx 0.5" in bottom and "3" not in bottom
     with pytest.raises(al.AttentionInputError, match="pairs"):
         show("A", 1, "B")
     assert al.display.show is show
@@ -72,3 +76,22 @@ def test_in_words_says_what_a_block_is_in_both_languages(shape, values, english,
 def test_in_words_refuses_an_unknown_shape_word():
     with pytest.raises(AttentionInputError, match="'block', 'row'"):
         display.in_words([1.0], "column")
+
+
+@pytest.mark.parametrize(("x", "digits", "want"), [
+    (1.19e-07, 1, "1.2\u00a0×\u00a010⁻⁷"),
+    (8.9e-16, 1, "8.9\u00a0×\u00a010⁻¹⁶"),
+    (-0.0123, 2, "−1.23\u00a0×\u00a010⁻²"),
+    (4.2e12, 1, "4.2\u00a0×\u00a010¹²"),
+    (3.0, 1, "3.0"),
+    (float("nan"), 1, "—"),
+    (float("inf"), 1, "∞"),
+])
+def test_scientific_is_one_unbreakable_piece(x, digits, want):
+    text = display.scientific(x, digits)
+    assert text == want
+    assert " " not in text and "-" not in text and "e" not in text   # nothing a line may break at
+    if np.isfinite(x) and text != "3.0":   # it reads back as the number, rounded to its digits
+        mantissa, power = text.replace("−", "-").split("\u00a0×\u00a010")
+        exponent = int(power.translate(str.maketrans("⁻⁰¹²³⁴⁵⁶⁷⁸⁹", "-0123456789")))
+        assert float(mantissa) * 10.0 ** exponent == pytest.approx(x, rel=10.0 ** -digits)

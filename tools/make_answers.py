@@ -89,9 +89,10 @@ QUESTIONS = {
         "the output O (3 x 2) of the cross-attention example with scores (0, 0), (log 3, 0), (0, log 3)",
         exponent=-3, exact=False),
     "backprop.dk1_5_5": Question(
-        "the gradient of L = o_{2,1} with respect to the first key", exponent=-4, exact=False, hints=(
+        "the gradient of L, the first coordinate of the second output, with respect to the first key",
+        exponent=-4, exact=False, hints=(
             ([0.0, 0.2212], "The 1/sqrt(d_k) of the scores is missing: dK = dU^T Q / sqrt(d_k)."),
-            ([0.1564, 0.0], "dK_1 = dU_{2,1} q_2 / sqrt(2) and q_2 = (0, 1): only the second coordinate is "
+            ([0.1564, 0.0], "dK₁ = dU₂₁ q₂ / sqrt(2) and q₂ = (0, 1): only the second coordinate is "
                             "nonzero."))),
     "backprop.probe_J": Question("the probe loss L in the two-position example", exponent=-3, exact=False),
     "backprop.dS": Question(
@@ -142,7 +143,7 @@ QUESTIONS = {
     # The value comes from the real model; the usual slips are named by check_special_share before this.
     "pretrained.max_special_share": Question(
         "the largest share of a head's weight on [CLS] and [SEP] (mean over real queries) among the 72 heads of "
-        "all-MiniLM-L6-v2 on the four sentences of exercises 9", exponent=-4, exact=False),
+        "all-MiniLM-L6-v2 on the four sentences of the chapter 9 exercises", exponent=-4, exact=False),
 }
 
 

@@ -169,14 +169,15 @@ ANSWERS = {
         ),
     ),
     'backprop.dk1_5_5': Answer(
-        N_('the gradient of L = o_{2,1} with respect to the first key'),
+        N_('the gradient of L, the first coordinate of the second output, with respect to the first '
+           'key'),
         (2,), -4, False,
         ('8eb019172509b18e', 'e0af0eefa73be1ae'),
         (
             (('8eb019172509b18e', '1ea29cc2db7d7111'),
              N_('The 1/sqrt(d_k) of the scores is missing: dK = dU^T Q / sqrt(d_k).')),
             (('9392156a08305bba', 'f032f2d77570251b'),
-             N_('dK_1 = dU_{2,1} q_2 / sqrt(2) and q_2 = (0, 1): only the second coordinate is nonzero.')),
+             N_('dK₁ = dU₂₁ q₂ / sqrt(2) and q₂ = (0, 1): only the second coordinate is nonzero.')),
         ),
     ),
     'backprop.probe_J': Answer(
@@ -316,7 +317,7 @@ ANSWERS = {
     ),
     'pretrained.max_special_share': Answer(
         N_("the largest share of a head's weight on [CLS] and [SEP] (mean over real queries) among the"
-           ' 72 heads of all-MiniLM-L6-v2 on the four sentences of exercises 9'),
+           ' 72 heads of all-MiniLM-L6-v2 on the four sentences of the chapter 9 exercises'),
         (), -4, False,
         ('cdbb5f6ebba99685',),
         (

@@ -31,14 +31,15 @@ def summary(explanation: str) -> str:
     text = _(explanation).strip()
     if "\u3002" in text:                  # a Chinese sentence ends with 。
         return text.split("\u3002")[0] + "\u3002"
-    first = re.split(r"(?<=[A-Za-z0-9)\]])\. (?=[A-Z`(])", text)[0]
+    first = re.split(r"(?<=[A-Za-z0-9)\]`])(?<!e\.g)(?<!i\.e)\. (?=[A-Z`(])", text)[0]   # not after "e.g."
     return first.rstrip(".") + "."
 
 
 def summaries_line(named: dict[str, str]) -> str:
-    """``{mistake name: summary}`` as one table cell: "`a`: first.; `b`: second." in English; in Chinese the
+    """``{mistake name: summary}`` as one table cell: "`a`: first; `b`: second." in English; in Chinese the
     sentences are joined with "；" and only the last keeps its "。" (never "。；")."""
-    if get_language() != "zh_CN":
-        return "; ".join(f"`{name}`: {text}" for name, text in named.items())
+    if get_language() != "zh_CN":             # "first; second.", never "first.; second."
+        parts = [f"`{name}`: {text.rstrip('.')}" for name, text in named.items()]
+        return "; ".join(parts) + ("." if parts else "")
     parts = [f"`{name}`：{text.rstrip(chr(0x3002) + '.')}" for name, text in named.items()]
     return "\uff1b".join(parts) + ("\u3002" if parts else "")
