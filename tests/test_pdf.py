@@ -112,10 +112,6 @@ def test_no_unresolved_reference(text):
         assert marker not in text, f"{marker!r} in the PDF (an unresolved or mis-rendered reference)"
 
 
-# Known open (issue 18): after the last merges the log names three hyper references from the
-# chapter-9 solutions to its exercises (ex-pretrained-ablate, ex-pretrained-special) and two
-# glyphs the fonts lack (μ in Latin Modern Roman, ❌ in DejaVu Sans Mono). strict: an XPASS fails,
-# so the mark comes off as soon as they are fixed.
 def test_latex_log_has_no_undefined_reference_or_missing_glyph(pdf):
     if not LATEX_LOG.exists():
         skip_or_fail(f"no LaTeX log at {LATEX_LOG.relative_to(ROOT)} (make pdf leaves it there)")
