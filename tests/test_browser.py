@@ -103,6 +103,9 @@ def test_page_reads_correctly_offline(site, rel):
                 .map(e => e.textContent),
             cells: main.querySelectorAll('.cell').length,
             outputs: main.querySelectorAll('.cell_output').length,
+            looseAnswers: [...main.querySelectorAll('#check-yourself details.sd-dropdown')]
+                .filter(d => !d.closest('li')).length,
+            favicon: (document.querySelector('link[rel="icon"]') || {}).href || null,
           };
         }""")
         if rel.startswith("chapters/") or rel.count("/") == 0:
@@ -120,6 +123,9 @@ def test_page_reads_correctly_offline(site, rel):
         assert report["unresolved"] == [], f"{rel}: unresolved cross-references: {report['unresolved']}"
         if report["cells"]:
             assert report["outputs"] > 0, f"{rel}: code cells but no outputs: the page was not executed"
+        assert report["looseAnswers"] == 0, (f"{rel}: {report['looseAnswers']} 'Check yourself' answers outside "
+                                             "their question's list item (indent the dropdown under the question)")
+        assert report["favicon"], f"{rel}: no favicon (html_favicon)"
 
 
 @pytest.mark.parametrize("rel", BOTH_EDITIONS or ["(no build)"])
@@ -135,6 +141,15 @@ def test_page_fits_a_phone_screen(site, rel):
         assert small["small"] == [], f"{rel}: figure text below 9 px at 390 px: {small['small']}"
         tiny = page.evaluate(SVG_TEXT_JS)
         assert tiny == [], f"{rel}: explorer text shrunk below 9 px at 390 px: {tiny}"
+        cut = page.evaluate(REACH_JS)
+        assert cut == [], (f"{rel}: at 390 px, tables, outputs or formulas clipped by their box, "
+                           f"with no way to scroll to the rest: {cut}")
+        numbers = page.evaluate(EQUATION_NUMBER_JS)
+        assert numbers == [], f"{rel}: at 390 px, equation numbers drawn over their formula: {numbers}"
+        wrapped = page.evaluate(WRAPPED_OUTPUT_JS)
+        assert wrapped == [], f"{rel}: at 390 px, printed outputs wrap their lines (they should scroll): {wrapped}"
+        squeezed = page.evaluate(PREV_NEXT_JS)
+        assert squeezed == [], f"{rel}: at 390 px, previous/next titles squeezed: {squeezed}"
         if rel == "chapters/03_masks.html":
             clipped = page.evaluate(CLIPPED_CONTROLS_JS)
             assert clipped == [], f"{rel}: explorer controls cut off at 390 px: {clipped}"
@@ -143,6 +158,68 @@ def test_page_fits_a_phone_screen(site, rel):
             page.screenshot(path=str(SHOTS / ("390__" + rel.replace("/", "__").removesuffix(".html") + ".png")),
                             full_page=True)
 
+
+# Tables, printed outputs and formulas (display or inline) must show whole or be reachable by
+# scrolling a box of their own: report those that an ancestor clips (overflow hidden or clip, e.g.
+# the theme's span.math or an admonition) past the reach of any scroll box between them.
+REACH_JS = """() => {
+  const root = document.querySelector('article') || document.body;
+  const bad = [];
+  for (const el of root.querySelectorAll('table, div.cell_output pre, mjx-container')) {
+    if (el.parentElement.closest('mjx-container')) continue;
+    const r = el.getBoundingClientRect();
+    if (r.width === 0) continue;
+    for (let box = el.parentElement; box && box !== document.body; box = box.parentElement) {
+      const ox = getComputedStyle(box).overflowX;
+      if (ox === 'visible') continue;
+      const b = box.getBoundingClientRect();
+      if ((ox === 'auto' || ox === 'scroll') && box.scrollWidth - box.clientWidth >= r.right - b.right - 1) break;
+      if (r.right > b.right + 1 || r.left < b.left - 1)
+        bad.push({element: el.tagName.toLowerCase(), near: (el.closest('[id]') || {}).id || '',
+                  clippedBy: box.tagName.toLowerCase() + '.' + String(box.className).split(' ')[0] + ' (' + ox + ')',
+                  width: Math.round(r.width), box: Math.round(b.width), text: el.textContent.trim().slice(0, 40)});
+      break;
+    }
+    if (bad.length > 4) break;
+  }
+  return bad;
+}"""
+
+# An equation number sits beside its formula when both fit the line; beside a formula cut at the
+# edge of its scroll box it reads as part of the formula: then it goes on its own line below.
+EQUATION_NUMBER_JS = """() => {
+  const bad = [];
+  for (const n of document.querySelectorAll('article div.math > span.eqno')) {
+    const f = n.parentElement.querySelector('mjx-container');
+    if (!f) continue;
+    const a = n.getBoundingClientRect(), b = f.getBoundingClientRect(), col = n.parentElement.getBoundingClientRect();
+    const sameLine = a.top < b.bottom - 1 && b.top < a.bottom - 1;
+    const overlap = sameLine && a.left < b.right - 1 && b.left < a.right - 1;
+    if (overlap || (sameLine && f.scrollWidth > f.clientWidth + 1) || a.right > col.right + 1)
+      bad.push({equation: n.parentElement.id, number: n.textContent.replace('#', '').trim()});
+  }
+  return bad;
+}"""
+
+# A printed output keeps its lines on a phone: a box whose text wraps is taller than its lines.
+WRAPPED_OUTPUT_JS = """() => {
+  const bad = [];
+  for (const pre of document.querySelectorAll('article div.cell_output pre')) {
+    if (pre.getClientRects().length === 0) continue;
+    const ws = getComputedStyle(pre).whiteSpace;
+    if (ws !== 'pre') bad.push({whiteSpace: ws, text: pre.textContent.trim().slice(0, 40)});
+    if (bad.length > 2) break;
+  }
+  return bad;
+}"""
+
+# The previous/next links at the foot of a page: each title gets the width to read in two lines.
+PREV_NEXT_JS = """() => [...document.querySelectorAll('.prev-next-area a')].map(a => {
+    const t = a.querySelector('.prev-next-title');
+    const lh = parseFloat(getComputedStyle(t).lineHeight) || 20;
+    return {title: t.textContent.trim(), width: Math.round(t.getBoundingClientRect().width),
+            lines: Math.round(t.getBoundingClientRect().height / lh)};
+  }).filter(t => t.lines > 2 || (t.width < 200 && t.title.length > 20))"""
 
 # Text of the explorers' SVG pictures (shown ones) rendered smaller than 9 px, or than drawn where
 # it is drawn smaller: the picture shrank with the screen instead of scrolling in its box.
@@ -468,3 +545,93 @@ def test_mask_explorer_padding_opens_on_a_padded_sequence(site):
         page.wait_for_timeout(500)
         text = explorer.evaluate(VISIBLE_TEXT_JS)
         assert "2 padding queries" in text and "b=1: L=4" in text, text[:400]
+
+
+# Colour contrast (WCAG) of text against the first opaque background behind it.
+CONTRAST_JS = """(selector) => {
+  const rgb = s => (s.match(/[\\d.]+/g) || []).map(Number);
+  const lum = c => { const v = c.slice(0, 3).map(x => { x /= 255;
+      return x <= 0.03928 ? x / 12.92 : Math.pow((x + 0.055) / 1.055, 2.4); });
+      return 0.2126 * v[0] + 0.7152 * v[1] + 0.0722 * v[2]; };
+  const background = el => { for (; el; el = el.parentElement) {
+      const c = rgb(getComputedStyle(el).backgroundColor);
+      if (c.length >= 3 && (c.length < 4 || c[3] > 0.5)) return c; }
+      return [255, 255, 255]; };
+  return [...document.querySelectorAll(selector)].filter(e => e.getClientRects().length && e.textContent.trim())
+    .slice(0, 40).map(e => {
+      const a = lum(rgb(getComputedStyle(e).color)), b = lum(background(e));
+      const ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+      return {text: e.textContent.trim().slice(0, 30), ratio: Math.round(ratio * 10) / 10,
+              background: Math.round(b * 100) / 100};
+    });
+}"""
+
+
+@pytest.mark.parametrize(("rel", "selector"), [
+    ("exercises/ex01_qkv.html", ".attnlab-check, .attnlab-check strong, .attnlab-check code"),
+    ("chapters/08_structure.html", 'div.cell_output table[id^="T_"] :is(th, td)'),
+    ("chapters/03_masks.html",
+     ".cell_output .widget-label, .cell_output .widget-readout, .cell_output .attnlab-readout td"),
+])
+def test_outputs_follow_dark_mode(site, rel, selector):
+    """Checker notes, styled tables and explorers: text on a dark background, readable (>= 4.5:1)."""
+    base, browser = site
+    if rel not in PAGES:
+        pytest.skip(f"{rel} is not in the build")
+    with open_page(browser, base, rel, color_scheme="dark") as (page, _):
+        assert page.evaluate("() => document.documentElement.dataset.theme") == "dark"
+        if ".widget-" in selector:
+            page.locator(".cell_output .widget-container").first.scroll_into_view_if_needed()
+            page.wait_for_timeout(300)
+        found = page.evaluate(CONTRAST_JS, selector)
+        assert found, f"{rel}: nothing matches {selector}"
+        low = [f for f in found if f["ratio"] < 4.5]
+        assert low == [], f"{rel}: text below 4.5:1 contrast in dark mode: {low}"
+        light = [f for f in found if f["background"] > 0.4]
+        assert light == [], f"{rel}: a light panel left in dark mode: {light}"
+
+
+def test_figures_are_one_light_card_in_dark_mode(site):
+    base, browser = site
+    rel = "chapters/01_qkv.html"
+    if rel not in PAGES:
+        pytest.skip("chapter 1 is not in the build")
+    with open_page(browser, base, rel, color_scheme="dark") as (page, _):
+        look = page.locator("div.cell_output img.attnlab-figure").first.evaluate(
+            "i => { const s = getComputedStyle(i); return [s.backgroundColor, s.borderRadius]; }")
+        # the padding around the figure has the figure's own white: no grey frame around a white one
+        assert look[0] == "rgb(255, 255, 255)", look
+        assert float(look[1].removesuffix("px")) >= 6, look
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_one_search_control(site, width):
+    base, browser = site
+    for rel in [p for p in ("chapters/05_backprop.html", ZH + "chapters/05_backprop.html") if p in BOTH_EDITIONS]:
+        with open_page(browser, base, rel, width=width) as (page, _):
+            # on show: a box, and no hidden ancestor (the folded sidebar of a phone is visibility: hidden)
+            shown = page.evaluate("""() => [...document.querySelectorAll('.search-button__button')]
+                .filter(b => !b.closest('dialog') && b.getClientRects().length)
+                .filter(b => { for (let e = b; e; e = e.parentElement)
+                                 if (getComputedStyle(e).visibility === 'hidden') return false; return true; })
+                .map(b => b.className)""")
+            assert len(shown) == 1, f"{rel} at {width} px: {len(shown)} search controls shown: {shown}"
+
+
+def test_explorers_render_from_file(site):
+    """A reader may open the HTML from disk (file://): the explorers must still render."""
+    _, browser = site
+    rel = "chapters/03_masks.html"
+    if rel not in PAGES:
+        pytest.skip("chapter 3 is not in the build")
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        page = context.new_page()
+        errors = []
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.goto((HTML / rel).as_uri(), wait_until="load")
+        page.wait_for_selector(".cell_output .widget-container", timeout=20000)
+        assert "row sum" in page.locator(".cell_output .widget-container").first.inner_text()
+        assert errors == [], f"{rel} from file://: console errors: {errors}"
+    finally:
+        context.close()
