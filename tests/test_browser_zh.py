@@ -88,3 +88,27 @@ def test_solution_titles_repeat_their_exercise_title_in_chinese(zh_site):
     assert not english, f"solution titles with the exercise's English title: {english[:3]}"
     hints = " ".join(p.read_text() for p in (ZH_HTML / "chapters").glob("*.html"))
     assert "Click to show" not in hints and "Show code cell" not in hints, "English interface hints are left"
+
+
+def test_display_math_is_the_same_in_both_editions(zh_site):
+    """A display formula is shared, never translated: Sphinx re-parses a translated math block as
+    a literal block, which MyST reads as the paragraph "::" (three formulas once showed only that)."""
+    from test_browser import HTML, ZH_HTML
+
+    def formulas(path):
+        blocks = re.findall(r'<div class="math notranslate nohighlight"[^>]*>(.*?)</div>', path.read_text(), re.S)
+        return [re.sub(r'<span class="eqno">.*?</span>', "", b, flags=re.S).strip() for b in blocks]
+
+    checked, differ = 0, []
+    for zh_page in sorted(ZH_HTML.rglob("*.html")):
+        en_page = HTML / zh_page.relative_to(ZH_HTML)
+        if not en_page.exists():
+            continue
+        zh, en = formulas(zh_page), formulas(en_page)
+        checked += len(en)
+        differ += [f"{zh_page.relative_to(ZH_HTML)}: {z[:60]!r} (English {e[:60]!r})"
+                   for z, e in zip(zh, en) if z != e]
+        if len(zh) != len(en):
+            differ.append(f"{zh_page.relative_to(ZH_HTML)}: {len(zh)} display formulas, English {len(en)}")
+    assert checked > 50, f"only {checked} display formulas found"
+    assert not differ, "display math differs between the editions:\n" + "\n".join(differ[:10])
