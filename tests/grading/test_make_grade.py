@@ -92,8 +92,9 @@ def test_a_notebook_past_its_time_limit_scores_zero_on_what_it_had_not_finished(
     config = json.loads((chapter1 / "autograder" / "otter_config.json").read_text())
     questions = [Question(q["name"], q["points"], q["checks"])
                  for q in config["plugins"][0]["attnlab.grading.otter_plugin.IsolatedGrading"]["questions"]]
-    result = grade_notebook(tmp_path / "slow.ipynb", questions, timeout=20, question_timeout=60)
+    # 60 s: the questions before the loop must finish first, on a loaded machine too (20 s did not at load 12)
+    result = grade_notebook(tmp_path / "slow.ipynb", questions, timeout=60, question_timeout=120)
     earned = {q.name: q.earned for q in result.questions}
     assert earned == {"ex-qkv-shapes": 1, "ex-qkv-trap": 1, "ex-qkv-scores": 0, "ex-qkv-attention": 0}
-    assert any("time limit of 20 s" in n for n in result.notes)
+    assert any("time limit of 60 s" in n for n in result.notes)
     assert all("time limit" in q.note for q in result.questions[2:])
