@@ -394,20 +394,7 @@ def test_explorer_footers_are_readable_in_dark_mode(site):
         pytest.skip("chapter 3 is not in the build")
     with open_page(browser, base, rel, color_scheme="dark") as (page, _):
         assert page.evaluate("() => document.documentElement.dataset.theme") == "dark"
-        ratios = page.evaluate("""() => {
-          const rgb = s => (s.match(/[\\d.]+/g) || []).map(Number);
-          const lum = c => { const v = c.slice(0, 3).map(x => { x /= 255;
-              return x <= 0.03928 ? x / 12.92 : Math.pow((x + 0.055) / 1.055, 2.4); });
-              return 0.2126 * v[0] + 0.7152 * v[1] + 0.0722 * v[2]; };
-          const background = el => { for (; el; el = el.parentElement) {
-              const c = rgb(getComputedStyle(el).backgroundColor);
-              if (c.length >= 3 && (c.length < 4 || c[3] > 0.5)) return c; }
-              return [255, 255, 255]; };
-          return [...document.querySelectorAll('.cell_output .widget-container code')].map(code => {
-            const a = lum(rgb(getComputedStyle(code).color)), b = lum(background(code));
-            return {text: code.textContent, ratio: (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05)};
-          });
-        }""")
+        ratios = page.evaluate(CONTRAST_JS, ".cell_output .widget-container code")
         assert ratios, "no inline code in the explorer's footer"
         low = [r for r in ratios if r["ratio"] < 4.5]
         assert low == [], f"inline code below WCAG's 4.5:1 contrast in dark mode: {low}"
