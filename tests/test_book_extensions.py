@@ -19,6 +19,7 @@ from attnlab import plots  # noqa: E402
 sys.path.insert(0, str(ROOT / "_ext"))
 import cjk_glosses  # noqa: E402
 import glossary_word_forms  # noqa: E402
+import latex_superscripts  # noqa: E402
 import legible_figures  # noqa: E402
 import math_nowrap  # noqa: E402
 
@@ -59,6 +60,20 @@ def test_inline_math_is_glued_to_the_punctuation_that_touches_it():
     z = next(m for m in doc.findall(nodes.math) if m.astext() == "z")
     assert isinstance(z.parent, nodes.paragraph)                  # followed by a space: left alone
     assert math_nowrap.glue_all(doc) == 0                          # idempotent
+
+
+def test_superscript_numbers_in_prose_become_math_for_the_pdf_and_code_keeps_them():
+    from attnlab.display import scientific
+    small, large = scientific(1.8e-15), scientific(-2.5e7)
+    doc = publish_doctree(f"Worst error {small}, then {large}; plain 10 stays.\n\n``{small} in code``\n\n"
+                          f"::\n\n    printed {small}\n")
+    assert latex_superscripts.rewrite(doc) == 2
+    formulas = [m.astext() for m in doc.findall(nodes.math)]
+    assert formulas == [r"1.8 \times 10^{-15}", r"-2.5 \times 10^{7}"]
+    prose = doc.children[0].astext()
+    assert prose == r"Worst error 1.8 \times 10^{-15}, then -2.5 \times 10^{7}; plain 10 stays."
+    assert small in doc.children[1].astext() and small in doc.children[2].astext()   # code and output
+    assert latex_superscripts.rewrite(doc) == 0                                      # idempotent
 
 
 def test_the_glued_math_is_written_as_a_nowrap_span():
