@@ -146,6 +146,12 @@ def test_no_widget_text_repr(text):
     assert not found, f"an explorer printed as its text repr: {found}"
 
 
+def test_no_output_is_an_object_repr(text):
+    # an output with HTML only (a pandas Styler) falls back to "<pandas...Styler at 0x7f...>" in LaTeX
+    found = sorted(set(re.findall(r"<[\w.]+ (?:object )?at 0x[0-9a-f]+>", text)))
+    assert not found, f"outputs printed as Python reprs, not as their content: {found}"
+
+
 def picture_labels(pdf: Path, page: int) -> int:
     """Text pieces on a page set in DejaVu Sans, the explorers' SVG font (the book's text is Latin
     Modern, its code DejaVu Sans Mono, and matplotlib figures are PNGs): a converted SVG picture."""
