@@ -246,7 +246,7 @@ def check_head_weights(run, fn):
     return run.passed(_("All {n_cases} cases match attnlab's attention on head h's slice of Q and "
                         "K, with the biases, the 1/sqrt(d_head) scaling and the padded keys "
                         "masked, on every real query. (Whether you added b_K makes no difference: "
-                        "exercise 2 says why.)").format(n_cases=len(cases)))
+                        "the exercise on the key bias says why.)").format(n_cases=len(cases)))
 
 
 # ------------------------------------------------------------------------------- check: [CLS]/[SEP] share
