@@ -418,6 +418,28 @@ def test_equation_references_resolve(site):
         assert checked > 0, f"{expected} use {{eq}} references but no numbered equation links were found"
 
 
+@pytest.mark.parametrize("html", [HTML, ZH_HTML], ids=["en", "zh"])
+def test_every_citation_reads_as_its_entry_in_the_bibliography(site, html):
+    # two 2024 papers by DeepSeek-AI are 2024a and 2024b in the list: the citations must say which
+    import html as html_lib
+    import re
+    if not (html / "references.html").exists():
+        pytest.skip(f"{html.relative_to(ROOT)} is not built")
+    entry = re.compile(r'<div class="citation" id="([^"]+)"[^>]*>\s*<span class="label">'
+                       r'<span class="fn-bracket">\[</span>(.*?)<span class="fn-bracket">')
+    labels = {key: html_lib.unescape(label) for key, label in entry.findall((html / "references.html").read_text())}
+    assert len(labels) > 20, "the bibliography's entries were not found (has its HTML changed?)"
+    cite = re.compile(r'<span class="bibtex-citation"[^>]*>\[<a class="reference internal" '
+                      r'href="[^"]*references\.html#([^"]+)"[^>]*>([^<]*)</a>')
+    wrong, checked = [], 0
+    for page in html.rglob("*.html"):
+        for key, text in cite.findall(page.read_text(errors="ignore")):
+            checked += 1
+            if html_lib.unescape(text) != labels.get(key):
+                wrong.append((page.relative_to(html).as_posix(), text, labels.get(key)))
+    assert checked > 50 and not wrong, f"citations that do not read as their entry's label: {wrong[:5]}"
+
+
 def test_dropdowns_open_and_close(site):
     base, browser = site
     candidates = [p for p in PAGES if "sd-dropdown" in (HTML / p).read_text(errors="ignore")]
