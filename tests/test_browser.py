@@ -387,6 +387,16 @@ def test_chinese_glosses_use_a_cjk_sans_font(site):
         assert used and all("CJK" in name for name in used), f"the gloss is drawn with {used}"
 
 
+@pytest.mark.parametrize("rel", [r for r in PAGES if r.startswith("chapters/") or r == "notation.html"]
+                         or ["(no build)"])
+def test_a_chinese_gloss_never_breaks_across_lines_on_a_phone(site, rel):
+    base, browser = site
+    with open_page(browser, base, rel, width=390, height=844) as (page, _):
+        split = page.evaluate("""() => [...document.querySelectorAll('article span.zh')]
+            .filter(s => s.textContent.length > 1 && s.getClientRects().length > 1).map(s => s.textContent)""")
+    assert split == [], f"{rel}: glosses broken across two lines: {split[:8]}"
+
+
 def test_explorer_footers_are_readable_in_dark_mode(site):
     base, browser = site
     rel = "chapters/03_masks.html"
