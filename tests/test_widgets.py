@@ -465,3 +465,53 @@ def test_offline_frames_are_pictures():
             assert any(f"H_kv = {s.n_kv_heads} does not divide H_q = {s.n_heads}" in f.value for f in frames)
         else:
             assert any(f"{s.cache_bytes:,} bytes" in f.value and f"H_kv = {s.n_kv_heads}," in f.value for f in frames)
+
+
+# ------------------------------------------------------------------------------- legible pictures
+
+COLUMN_PX = 720        # the book's text column at a 1280 px window (tests/test_browser.py measures it)
+LEGIBLE_PX = 9.0       # the smallest text a reader may be shown there
+
+
+def _smallest_text_in_the_column(svg: str) -> float:
+    """The smallest font size of an explorer's picture as shown in the column: drawn size times
+    the picture's shrink factor (a picture wider than the column is scaled down to fit)."""
+    import re
+    width = float(re.search(r'<svg [^>]*\bwidth="([\d.]+)"', svg).group(1))
+    sizes = [float(v) for v in re.findall(r'font-size="([\d.]+)"', svg)]
+    return min(sizes) * min(1.0, COLUMN_PX / width)
+
+
+def _pictures(widget) -> list[str]:
+    import ipywidgets as W
+    return [w.value for w in _walk(widget) if isinstance(w, W.HTML) and "<svg" in w.value]
+
+
+def _synthetic_heads(T: int, length: int):
+    rng = np.random.default_rng(0)
+    maps = rng.random((1, 2, 2, T, T))
+    maps /= maps.sum(-1, keepdims=True)                                  # (1, L, H, T, T) rows sum to 1
+    tokens = [["[CLS]"] + [f"tok{i}" for i in range(1, length - 1)] + ["[SEP]"] + ["[PAD]"] * (T - length)]
+    return maps, tokens, [length]
+
+
+@pytest.mark.parametrize("make", ["mask", "convex", "scaling", "gqa", "heads short", "heads long"])
+def test_every_explorer_text_reads_at_9px_in_the_column(make):
+    explorers = {
+        "mask": lambda: al.widgets.mask_explorer(offline=True),
+        "convex": lambda: al.widgets.convex_combination_explorer(offline=True),
+        "scaling": lambda: al.widgets.scaling_explorer(offline=True),
+        "gqa": lambda: al.widgets.gqa_explorer(offline=True),
+        "heads short": lambda: al.widgets.head_explorer(*_synthetic_heads(12, 9), offline=True),
+        "heads long": lambda: al.widgets.head_explorer(*_synthetic_heads(40, 36), offline=True),
+    }
+    pictures = _pictures(explorers[make]())
+    assert pictures, f"the {make} explorer drew no picture"
+    worst = min(_smallest_text_in_the_column(p) for p in pictures)
+    assert worst >= LEGIBLE_PX, f"the {make} explorer shows text at {worst:.1f} px in the 1280 px column"
+
+
+def test_the_legibility_check_measures_the_shrink_of_a_wide_picture():
+    narrow = '<svg width="400" font-size="10"><text font-size="9">a</text></svg>'
+    wide = '<svg width="1440" font-size="12"><text font-size="14">a</text></svg>'
+    assert _smallest_text_in_the_column(narrow) == 9.0 and _smallest_text_in_the_column(wide) == 6.0

@@ -133,6 +133,8 @@ class Svg:
 
     def group(self, **attrs):
         """Open a <g> whose attributes its children inherit (keeps frames small); close with end()."""
+        if "font_size" in attrs:
+            self.smallest_text = min(self.smallest_text, float(attrs["font_size"]))
         self.parts.append("<g " + " ".join(f'{k.replace("_", "-")}="{v}"' for k, v in attrs.items()) + ">")
 
     def end(self):

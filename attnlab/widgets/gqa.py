@@ -27,11 +27,11 @@ def _color(g: int, n: int) -> str:
 
 def draw(s: st.GQAState) -> str:
     """Query heads (top) wired to the KV head they read (bottom); KV-cache sizes as bars (right)."""
-    svg = Svg(760, 210)
+    svg = Svg(720, 210)                # the column's width at 1280 px: shown at its drawn size
     if s.error:
-        svg.text(380, 92, _("H_kv = {h_kv} does not divide H_q = {h_q}").format(h_kv=s.n_kv_heads, h_q=s.n_heads),
+        svg.text(360, 92, _("H_kv = {h_kv} does not divide H_q = {h_q}").format(h_kv=s.n_kv_heads, h_q=s.n_heads),
                  size=14, color=RED)
-        svg.text(380, 118, _("every KV head serves a group of r = H_q / H_kv ≥ 1 query heads"), size=12, color=RED)
+        svg.text(360, 118, _("every KV head serves a group of r = H_q / H_kv ≥ 1 query heads"), size=12, color=RED)
         return str(svg)
     H, G = s.n_heads, s.n_kv_heads
     x0, span = 100.0, 380.0
@@ -56,8 +56,8 @@ def draw(s: st.GQAState) -> str:
              kind=s.kind, h_q=H, h_kv=G, r=s.group_size), size=11)
     sizes = np.array([s.mqa_bytes, s.cache_bytes, s.mha_bytes], dtype=float) / 2 ** 30
     names = ["MQA (H_kv=1)", _("this (H_kv={h_kv})").format(h_kv=G), f"MHA (H_kv={H})"]
-    p = Panel(svg, 615, 40, 110, 110, xlim=(0, sizes.max() * 1.45), ylim=(-0.5, 2.5))
-    p.axes(xlabel=_("KV cache, GiB"), yticks=[], xticks=[0, sizes.max()], xfmt="{:.3g}", size=9)
+    p = Panel(svg, 585, 40, 110, 110, xlim=(0, sizes.max() * 1.45), ylim=(-0.5, 2.5))
+    p.axes(xlabel=_("KV cache, GiB"), yticks=[], xticks=[0, sizes.max()], xfmt="{:.3g}", size=10)
     for i, (v, name) in enumerate(zip(sizes, names)):
         y0, y1 = p.Y(i + 0.35), p.Y(i - 0.35)
         svg.rect(p.X(0), y0, p.X(v) - p.X(0), y1 - y0, fill=ALLOWED_COLOR if i == 1 else "#a0aec0")

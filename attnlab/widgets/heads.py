@@ -158,7 +158,7 @@ def draw(s: HeadState, real_only: bool = False) -> str:
     T = s.length if real_only else s.T
     n = s.length
     labels = [_short(t) for t in s.tokens[:T]]
-    c = float(min(25.0, 330.0 / T))
+    c = float(min(25.0, max(10.0, 330.0 / T)))   # rows never narrower than their 9 px labels
     widest = max(len(t) for t in labels)
     lx = round(24 + 5.8 * widest)                 # left of the grid: query labels
     bar_h = 64.0
@@ -169,7 +169,7 @@ def draw(s: HeadState, real_only: bool = False) -> str:
     cb_x = lx + g + 14                            # colour bar
     mid = max(lx + g / 2, 125.0)                  # titles centred over the grid, never cut off
     svg = Svg(int(max(cb_x + 44, mid + 125)), int(bottom + 4))
-    fs = 9 if c >= 14 else 7
+    fs = 9                                        # token labels (rows are at least 10 px)
     svg.text(mid, 12, _("sentence {sentence}, layer {layer}, head {head}").format(
         sentence=s.sentence, layer=s.layer, head=s.head), size=11)
     # bars: the chosen query's weights, one per key column
@@ -184,7 +184,7 @@ def draw(s: HeadState, real_only: bool = False) -> str:
         if hgt > 0:
             svg.rect(lx + j * c + 0.15 * c, base - hgt, 0.7 * c, hgt, fill=ALLOWED_COLOR if j < n else GRAY)
         if j in top_set and w >= 0.005:
-            svg.text(lx + (j + 0.5) * c, base - hgt - 6, f"{w:.2f}", size=8)
+            svg.text(lx + (j + 0.5) * c, base - hgt - 6, f"{w:.2f}", size=9)
     # cells: one path per colour (runs of equal colour merged), in a group scaled to the cell size;
     # this keeps the 72 precomputed frames of the book small
     runs: dict[str, list[str]] = {}
@@ -221,7 +221,7 @@ def draw(s: HeadState, real_only: bool = False) -> str:
     for k in range(steps):
         svg.rect(cb_x, top + g * (1 - (k + 1) / steps), 10, g / steps + 0.5, fill=viridis((k + 0.5) / steps))
     for v in (0, 0.5, 1):
-        svg.text(cb_x + 13, top + g * (1 - v), f"{v:g}", size=8, anchor="start")
+        svg.text(cb_x + 13, top + g * (1 - v), f"{v:g}", size=9, anchor="start")
     return str(svg)
 
 

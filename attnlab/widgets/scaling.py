@@ -23,13 +23,13 @@ def _sweep(S: int, n: int):
 
 def draw(s: st.ScalingState) -> str:
     """Histogram of the logits with the N(0, sigma^2) density (left); softmax statistics vs d_k (right)."""
-    svg = Svg(760, 300)
+    svg = Svg(720, 300)                # the column's width at 1280 px: shown at its drawn size
     sigma = s.logit_std_theory
     lim = max(4.0, 4 * sigma)
     counts, edges = np.histogram(s.logits.ravel(), bins=40, range=(-lim, lim), density=True)
     peak = 1 / (sigma * np.sqrt(2 * np.pi))
     top = 1.15 * max(peak, counts.max())
-    p = Panel(svg, 70, 34, 290, 210, xlim=(-lim, lim), ylim=(0, top))
+    p = Panel(svg, 62, 34, 276, 210, xlim=(-lim, lim), ylim=(0, top))
     color = ALLOWED_COLOR if s.scaled else UNSCALED_COLOR
     for c, x0, x1 in zip(counts, edges[:-1], edges[1:]):
         svg.rect(p.X(x0), p.Y(c), p.X(x1) - p.X(x0), p.Y(0) - p.Y(c), fill=color, opacity=0.6)
@@ -40,7 +40,7 @@ def draw(s: st.ScalingState) -> str:
     svg.text(p.x + p.w - 4, p.y + 8, f"— N(0, {sigma:.3g}²)", size=9, anchor="end")
     sweep = _sweep(s.S, s.logits.shape[0])
     d = np.array(st.D_K_VALUES)
-    q = Panel(svg, 450, 34, 290, 210, xlim=(1, 512), ylim=(0, 1.05), xlog2=True)
+    q = Panel(svg, 424, 34, 276, 210, xlim=(1, 512), ylim=(0, 1.05), xlog2=True)
     q.axes(title=_("means over {n} rows, S = {S}").format(n=s.logits.shape[0], S=s.S), xlabel="d_k",
            yticks=[0, 0.2, 0.4, 0.6, 0.8, 1.0], xticks=[1, 4, 16, 64, 256])
     curves = [(_("max weight, unscaled"), sweep[False]["max_weight"], UNSCALED_COLOR, "5,3", 1.0),
