@@ -22,6 +22,7 @@ import glossary_word_forms  # noqa: E402
 import latex_superscripts  # noqa: E402
 import legible_figures  # noqa: E402
 import math_nowrap  # noqa: E402
+import table_code_breaks  # noqa: E402
 
 
 def test_runs_of_chinese_become_zh_spans_and_the_rest_stays_text():
@@ -74,6 +75,20 @@ def test_superscript_numbers_in_prose_become_math_for_the_pdf_and_code_keeps_the
     assert prose == r"Worst error 1.8 \times 10^{-15}, then -2.5 \times 10^{7}; plain 10 stays."
     assert small in doc.children[1].astext() and small in doc.children[2].astext()   # code and output
     assert latex_superscripts.rewrite(doc) == 0                                      # idempotent
+
+
+def test_long_code_names_in_table_cells_get_break_opportunities_after_dots_and_underscores():
+    doc = publish_doctree(".. list-table::\n\n   * - ``torch.nn.functional.scaled_dot_product_attention``\n"
+                          "     - ``test_bad_input.py`` and ``a long name with spaces in it``\n\n"
+                          "``torch.nn.functional.scaled_dot_product_attention`` in prose.\n")
+    assert table_code_breaks.mark_tables(doc) == 1
+    cell, prose = [lit for lit in doc.findall(nodes.literal)][0], doc.children[-1]
+    pieces = [str(c) for c in cell.children if isinstance(c, nodes.Text)]
+    assert pieces == ["torch.", "nn.", "functional.", "scaled_", "dot_", "product_", "attention"]
+    assert all(c.astext() == "<wbr>" and c["format"] == "html" for c in cell.children if isinstance(c, nodes.raw))
+    assert "".join(pieces) == "torch.nn.functional.scaled_dot_product_attention"     # nothing added to copy
+    assert not list(prose.findall(nodes.raw))                  # prose and short or spaced names untouched
+    assert table_code_breaks.mark_tables(doc) == 0             # idempotent
 
 
 def test_the_glued_math_is_written_as_a_nowrap_span():

@@ -397,6 +397,20 @@ def test_a_chinese_gloss_never_breaks_across_lines_on_a_phone(site, rel):
     assert split == [], f"{rel}: glosses broken across two lines: {split[:8]}"
 
 
+@pytest.mark.parametrize("rel", [r for r in PAGES if r in ("chapters/03_masks.html", "checking.html",
+                                                             "instructors.html", "chapters/07_cost_memory.html")]
+                         or ["(no build)"])
+def test_no_table_cell_is_wider_than_a_phone(site, rel):
+    base, browser = site
+    with open_page(browser, base, rel, width=390, height=844) as (page, _):
+        wide = page.evaluate("""() => {
+            const column = document.querySelector('article').getBoundingClientRect().width;
+            return [...document.querySelectorAll('article table.table td, article table.table th')]
+              .filter(c => c.getBoundingClientRect().width > column).map(c => c.textContent.trim().slice(0, 50));
+        }""")
+    assert wide == [], f"{rel}: table cells wider than the 390 px screen: {wide}"
+
+
 def test_explorer_footers_are_readable_in_dark_mode(site):
     base, browser = site
     rel = "chapters/03_masks.html"
