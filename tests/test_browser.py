@@ -411,6 +411,20 @@ def test_no_table_cell_is_wider_than_a_phone(site, rel):
     assert wide == [], f"{rel}: table cells wider than the 390 px screen: {wide}"
 
 
+def test_code_in_an_exercise_box_uses_the_phone_width(site):
+    base, browser = site
+    rel = "exercises/ex03_masks.html"
+    if rel not in PAGES:
+        pytest.skip(f"{rel} is not in the build")
+    with open_page(browser, base, rel, width=390, height=844) as (page, _):
+        gap = page.evaluate("""() => {
+            const code = document.querySelector('div.exercise div.cell div.highlight pre');
+            const box = code.closest('div.exercise');
+            return box.getBoundingClientRect().width - code.getBoundingClientRect().width; }""")
+    # the box's border and padding take about 25 px; a second indent took 70
+    assert gap <= 40, f"an exercise's code box is {gap:.0f} px narrower than its box at 390 px"
+
+
 def test_explorer_footers_are_readable_in_dark_mode(site):
     base, browser = site
     rel = "chapters/03_masks.html"
