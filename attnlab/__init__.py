@@ -15,13 +15,15 @@ import importlib
 from . import exact, grad, masks
 from .cache_size import kv_cache_bytes
 from .errors import AttentionInputError, EmptyVisibilityError, KVCacheError
-from .i18n import page_text, set_language
+from .i18n import page_table, page_text, set_language
+from .i18n import page_table as tr_table
 from .i18n import page_text as tr
 from .reference import attention, kv_head_for, multi_head_attention, softmax
 
 __all__ = [
     "AttentionInputError", "EmptyVisibilityError", "KVCacheError", "attention", "exact", "grad", "kv_cache_bytes",
-    "kv_head_for", "masks", "multi_head_attention", "page_text", "set_language", "softmax", "tr",
+    "kv_head_for", "masks", "multi_head_attention", "page_table", "page_text", "set_language", "softmax", "tr",
+    "tr_table",
 ]
 
 _LAZY = {"torch_ops", "widgets", "checks", "plots", "memory", "pretrained", "display"}

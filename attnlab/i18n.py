@@ -113,6 +113,34 @@ def page_text(message: str) -> str:
 tr = page_text
 
 
+def page_table(table):
+    """A pandas table of a page with its labels in the current language: column and row labels and
+    the names of its index and column levels (a Series: its name too), each string through
+    :func:`page_text` (a label the catalog lacks, such as "float32", stays as it is).
+
+    English: ``table`` itself, unchanged. The catalog holds the literal keys written in the cell
+    that calls ``tr_table`` (see ``table_labels`` in tools/compile_messages.py).
+    """
+    if _language == "en":
+        return table
+
+    def label(value):
+        return page_text(value) if isinstance(value, str) else value
+
+    table = table.copy()
+    if hasattr(table, "columns"):
+        table = table.rename(columns=label, index=label)
+        table.columns = table.columns.set_names([label(n) for n in table.columns.names])
+    else:
+        table = table.rename(index=label)
+        table.name = label(table.name)
+    table.index = table.index.set_names([label(n) for n in table.index.names])
+    return table
+
+
+tr_table = page_table
+
+
 def N_(message: str) -> str:
     """Mark a message for translation without translating it yet (for tables built at import)."""
     return message

@@ -79,8 +79,46 @@ def is_tr_call(node: ast.AST) -> bool:
     return name in _TR_NAMES
 
 
+_TABLE_NAMES = {"tr_table", "page_table"}
+_LABEL_CALLS = {"set_index", "rename_axis"}
+
+
+def _has_words(text: str) -> bool:
+    return bool(re.search(r"[A-Za-z]{3,}", re.sub(r"\$[^$]*\$", "", text)))
+
+
+def table_labels(tree: ast.AST):
+    """The literal column and index names of a cell that shows a table through ``tr_table``: the
+    string keys of its dict literals, the names given to ``set_index`` / ``rename_axis``, the
+    ``columns=`` and ``name=`` of its calls and the new columns it assigns (``t["x"] = ...``);
+    those with a word in them (``T``, ``d_k`` stay as they are)."""
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
+    if not any(_call_name(n) in _TABLE_NAMES for n in calls):
+        return
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict):
+            found += [k for k in node.keys if k is not None]
+        elif isinstance(node, ast.Call):
+            if _call_name(node) in _LABEL_CALLS:
+                found += node.args
+            found += [k.value for k in node.keywords if k.arg in ("columns", "name")]
+        elif isinstance(node, ast.Assign):
+            found += [t.slice for t in node.targets if isinstance(t, ast.Subscript)]
+    for node in found:
+        for item in (node.elts if isinstance(node, (ast.List, ast.Tuple)) else [node]):
+            if isinstance(item, ast.Constant) and isinstance(item.value, str) and _has_words(item.value):
+                yield item
+
+
+def _call_name(node: ast.Call) -> str | None:
+    func = node.func
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+
+
 def page_messages(root: Path = ROOT) -> dict[str, list[tuple[str, int]]]:
-    """Every ``tr("...")`` / ``al.tr("...")`` literal in the pages' code cells, with where it is.
+    """Every ``tr("...")`` / ``al.tr("...")`` literal in the pages' code cells, with where it is,
+    and the labels of the tables a cell shows through ``tr_table`` (see ``table_labels``).
 
     A call whose argument is not one literal string is an error: a translator could never see it.
     """
@@ -88,7 +126,10 @@ def page_messages(root: Path = ROOT) -> dict[str, list[tuple[str, int]]]:
     for page in pages(root):
         name = page.relative_to(root).as_posix()
         for first, source in code_cells(page):
-            for node in ast.walk(ast.parse(source, filename=name)):
+            tree = ast.parse(source, filename=name)
+            for node in table_labels(tree):
+                found.setdefault(node.value, []).append((name, first + node.lineno - 1))
+            for node in ast.walk(tree):
                 if not is_tr_call(node):
                     continue
                 line = first + node.lineno - 1
