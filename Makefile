@@ -28,7 +28,7 @@ help:
 	@echo "make book-zh       build the Chinese edition into $(BUILD)/zh/html (catalogs in locale/zh_CN)"
 	@echo "make books         both editions at once (the two HTML builds side by side)"
 	@echo "make student-book-zh  the Chinese edition without solutions, in $(BUILD)/zh/student/html"
-	@echo "make translations  extract the English text, merge it into the catalogs, print the coverage"
+	@echo "make translations  extract the English text (prose, and the pages' tr() strings into pages.po), merge it into the catalogs, print the coverage"
 	@echo "make book-clean    the same after emptying the execution cache"
 	@echo "make test          run the whole test suite"
 	@echo "make test-browser  drive the built book in headless Chromium"
@@ -106,6 +106,7 @@ student-book-zh: $(STAMP) assets
 	@echo "中文学生版: file://$(CURDIR)/$(BUILD)/zh/student/html/index.html"
 
 translations: $(STAMP)
+	$(PY) tools/compile_messages.py extract
 	$(PY) tools/translations.py update
 
 book-clean:  # also re-executes every page (the cache does not notice changes to attnlab)

@@ -8,6 +8,14 @@ variable parts with ``str.format`` after translation, so that a translator sees 
     from .i18n import _
     raise AttentionInputError(_("q and k must have the same width d_k; got {q} and {k}").format(...))
 
+The pages' own code cells (figure labels, printed tables and sentences) have a second catalog,
+``attnlab/locale/<lang>/LC_MESSAGES/pages.po``, read through ``page_text`` (``attnlab.tr``):
+
+    ax.set_xlabel(al.tr("key position"))
+    print(al.tr("worst error {err:.1e}").format(err=err))
+
+``tools/compile_messages.py extract`` collects the ``tr("...")`` literals of every page into it.
+
 The catalogs are ``attnlab/locale/<lang>/LC_MESSAGES/attnlab.po``; the compiled ``.mo`` files are
 written by ``tools/compile_messages.py`` (run by ``make``) and by the package build. Where a
 ``.mo`` is missing or older than its ``.po`` (an edited checkout), the ``.po`` is compiled in memory
@@ -23,12 +31,14 @@ import warnings
 from pathlib import Path
 
 DOMAIN = "attnlab"
+PAGES_DOMAIN = "pages"                  # the strings of the pages' own code cells (page_text)
 LOCALE_DIR = Path(__file__).resolve().parent / "locale"
 LANGUAGES = ("en", "zh_CN")
 _ALIASES = {"zh": "zh_CN", "zh-CN": "zh_CN", "zh_cn": "zh_CN", "en_US": "en", "en-US": "en", "C": "en"}
 
 _language = "en"
 _translation: gettext.NullTranslations = gettext.NullTranslations()
+_page_translation: gettext.NullTranslations = gettext.NullTranslations()
 
 
 # An installed wheel writes the .po a moment after its .mo; an edit of the .po comes seconds later.
@@ -40,9 +50,9 @@ def _read_mo(mo: Path) -> gettext.GNUTranslations:
         return gettext.GNUTranslations(handle)
 
 
-def _catalog(lang: str) -> gettext.NullTranslations:
+def _catalog(lang: str, domain: str = DOMAIN) -> gettext.NullTranslations:
     folder = LOCALE_DIR / lang / "LC_MESSAGES"
-    po, mo = folder / f"{DOMAIN}.po", folder / f"{DOMAIN}.mo"
+    po, mo = folder / f"{domain}.po", folder / f"{domain}.mo"
     if mo.exists() and (not po.exists() or mo.stat().st_mtime + _INSTALL_SKEW_S >= po.stat().st_mtime):
         return _read_mo(mo)
     if not po.exists():
@@ -67,11 +77,12 @@ def _catalog(lang: str) -> gettext.NullTranslations:
 
 def set_language(lang: str) -> None:
     """Show attnlab's messages in ``lang``: "en" (default) or "zh_CN"."""
-    global _language, _translation
+    global _language, _translation, _page_translation
     code = _ALIASES.get(lang, lang)
     if code not in LANGUAGES:
         raise ValueError(f"language must be one of {', '.join(LANGUAGES)}; got {lang!r}")
     _translation = gettext.NullTranslations() if code == "en" else _catalog(code)
+    _page_translation = gettext.NullTranslations() if code == "en" else _catalog(code, PAGES_DOMAIN)
     _language = code
 
 
@@ -83,6 +94,51 @@ def get_language() -> str:
 def _(message: str) -> str:
     """``message`` in the current language (itself where no translation exists)."""
     return _translation.gettext(message)
+
+
+def page_text(message: str) -> str:
+    """A string of a page's own code (a figure label, a table header, a printed sentence) in the
+    current language, from the ``pages`` catalog; English, and ``message`` itself, by default.
+
+    Format the variable parts after translating: ``tr("worst error {err}").format(err=err)``.
+    """
+    if not isinstance(message, str):
+        from .errors import AttentionInputError
+
+        raise AttentionInputError(_("tr() translates one string, the English text written in the page; "
+                                    "got {kind}").format(kind=type(message).__name__))
+    return _page_translation.gettext(message)
+
+
+tr = page_text
+
+
+def page_table(table):
+    """A pandas table of a page with its labels in the current language: column and row labels and
+    the names of its index and column levels (a Series: its name too), each string through
+    :func:`page_text` (a label the catalog lacks, such as "float32", stays as it is).
+
+    English: ``table`` itself, unchanged. The catalog holds the literal keys written in the cell
+    that calls ``tr_table`` (see ``table_labels`` in tools/compile_messages.py).
+    """
+    if _language == "en":
+        return table
+
+    def label(value):
+        return page_text(value) if isinstance(value, str) else value
+
+    table = table.copy()
+    if hasattr(table, "columns"):
+        table = table.rename(columns=label, index=label)
+        table.columns = table.columns.set_names([label(n) for n in table.columns.names])
+    else:
+        table = table.rename(index=label)
+        table.name = label(table.name)
+    table.index = table.index.set_names([label(n) for n in table.index.names])
+    return table
+
+
+tr_table = page_table
 
 
 def N_(message: str) -> str:

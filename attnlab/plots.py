@@ -3,9 +3,9 @@
 Every chapter draws with these helpers so the figures look alike. Call :func:`book_style`
 once per page: it sets matplotlib's rcParams and, in a Jupyter kernel, the PNG formatter of
 figures, which makes every text of a figure legible in the book (see :func:`make_legible`).
-In Chinese (``attnlab.i18n.set_language("zh_CN")`` or ``ATTNLAB_LANG=zh_CN``) it also adds a CJK
-font to the fonts matplotlib falls back on, so the labels drawn here (translated when a figure is
-drawn) show as characters.
+In Chinese (``attnlab.i18n.set_language("zh_CN")`` or ``ATTNLAB_LANG=zh_CN``) it also puts a CJK
+font first among matplotlib's fonts, so the labels drawn here (translated when a figure is drawn)
+and the pages' own labels (``attnlab.tr``), math mixed in included, show as characters.
 """
 from __future__ import annotations
 
@@ -67,15 +67,20 @@ def find_cjk_font() -> str | None:
 
 
 def _use_cjk_font() -> None:
-    """zh_CN: a CJK font right after the primary family (matplotlib falls back to it for the characters
-    the primary font lacks, so Latin text and numbers keep their look); otherwise: none of ours."""
+    """zh_CN: a CJK font first, then the primary family; otherwise: none of ours.
+
+    First, not a fallback behind DejaVu Sans: a label that mixes Chinese and math ("序列长度 $T$")
+    is drawn by mathtext, which sets its text outside the $...$ in one font, the first of the
+    family list, with no fallback; behind DejaVu Sans its Chinese would show as boxes. The math
+    itself keeps mathtext's own fonts; Latin text takes the CJK font's Latin letters (its cap
+    height, 0.733 em, is DejaVu Sans's to 1%, so the size rules above still hold)."""
     families = plt.rcParams["font.family"]
     families = [families] if isinstance(families, str) else list(families)
     families = [f for f in families if f not in CJK_FAMILIES] or ["sans-serif"]
     if get_language() == "zh_CN":
         font = find_cjk_font()
         if font is not None:
-            families = [families[0], font, *families[1:]]
+            families = [font, *families]
         else:
             global _warned_no_cjk
             if not _warned_no_cjk:
@@ -88,7 +93,7 @@ def _use_cjk_font() -> None:
 def book_style() -> None:
     """Consistent figure size, resolution and fonts across chapters; legible PNGs in a kernel.
 
-    In Chinese, a CJK font is added to the fonts matplotlib falls back on; where none is installed,
+    In Chinese, a CJK font comes first among the fonts matplotlib draws with; where none is installed,
     one warning (per session) names the package to install, and figures show boxes for the characters.
     """
     plt.rcParams.update({
