@@ -616,7 +616,7 @@ CONTRAST_JS = """(selector) => {
 
 @pytest.mark.parametrize(("rel", "selector"), [
     ("exercises/ex01_qkv.html", ".attnlab-check, .attnlab-check strong, .attnlab-check code"),
-    ("chapters/08_structure.html", 'div.cell_output table[id^="T_"] :is(th, td)'),
+    ("chapters/08_structure.html", 'div.cell_output table.dataframe :is(th, td)'),   # its tables of strings
     ("chapters/03_masks.html",
      ".cell_output .widget-label, .cell_output .widget-readout, .cell_output .attnlab-readout td"),
 ])
