@@ -469,7 +469,8 @@ def test_offline_frames_are_pictures():
 
 # ------------------------------------------------------------------------------- legible pictures
 
-COLUMN_PX = 720        # the book's text column at a 1280 px window (tests/test_browser.py measures it)
+from attnlab.plots import COLUMN_PX  # noqa: E402  (the 1280 px column; tests/test_browser.py measures it)
+
 LEGIBLE_PX = 9.0       # the smallest text a reader may be shown there
 
 
