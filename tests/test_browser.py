@@ -411,6 +411,63 @@ def test_no_table_cell_is_wider_than_a_phone(site, rel):
     assert wide == [], f"{rel}: table cells wider than the 390 px screen: {wide}"
 
 
+# Every box that can scroll sideways, measured here, not by the page's script: how much of it is
+# hidden (of a formula, its visible glyphs: MathJax's clipped copy for screen readers may stick out
+# further), and whether the cue's classes and mask are on it.
+SCROLL_BOXES_JS = """() => {
+  const out = [];
+  for (const el of document.querySelectorAll('article *')) {
+    const ox = getComputedStyle(el).overflowX;
+    if (ox !== 'auto' && ox !== 'scroll') continue;
+    const box = el.getBoundingClientRect();
+    if (box.width === 0) continue;
+    const style = getComputedStyle(el);
+    const glyphs = el.matches('span.math, mjx-container') ? [...el.querySelectorAll('mjx-math *')] : [];
+    const hidden = glyphs.length
+      ? Math.ceil(Math.max(...glyphs.map(g => g.getBoundingClientRect().right)) - box.left + el.scrollLeft
+                  - el.clientLeft) - el.clientWidth
+      : el.scrollWidth - el.clientWidth;
+    out.push({tag: el.tagName.toLowerCase() + '.' + String(el.className).split(' ')[0],
+              hidden: hidden, marked: el.classList.contains('attn-scrolls'),
+              left: el.classList.contains('attn-more-left'), right: el.classList.contains('attn-more-right'),
+              mask: style.maskImage || style.webkitMaskImage || 'none'});
+  }
+  return out;
+}"""
+
+
+@pytest.mark.parametrize("rel", ["chapters/04_worked_examples.html", "chapters/07_cost_memory.html",
+                                 ZH + "chapters/04_worked_examples.html"])
+def test_a_box_that_scrolls_on_a_phone_fades_where_more_is_hidden(site, rel):
+    """At 390 px each box with more than a few pixels hidden fades at its right edge, then at its
+    left once scrolled to the end; a formula whose glyphs overhang by a pixel or two does not fade;
+    at 1280 px nothing does."""
+    if rel.startswith(ZH) and not ZH_PAGES:
+        pytest.skip("the Chinese edition is not built")
+    base, browser = site
+    with open_page(browser, base, rel, width=390, height=844) as (page, _):
+        page.wait_for_timeout(300)
+        boxes = page.evaluate(SCROLL_BOXES_JS)
+        scrolling = [b for b in boxes if b["hidden"] > 4]
+        assert scrolling, f"{rel}: nothing scrolls sideways at 390 px, so the cue is not tested here"
+        assert all(b["marked"] and b["right"] and not b["left"] and b["mask"] != "none" for b in scrolling), \
+            [b for b in scrolling if not (b["marked"] and b["right"] and b["mask"] != "none")][:3]
+        overhang = [b for b in boxes if b["hidden"] <= 4]
+        assert not any(b["marked"] or b["mask"] != "none" for b in overhang), \
+            [b for b in overhang if b["marked"] or b["mask"] != "none"][:3]
+        end = page.evaluate("""() => { const el = document.querySelector('.attn-more-right');
+                                       el.scrollLeft = el.scrollWidth; return el.tagName; }""")
+        page.wait_for_timeout(200)
+        after = page.evaluate("""() => { const el = document.querySelectorAll('.attn-scrolls')[0];
+            return {left: el.classList.contains('attn-more-left'), right: el.classList.contains('attn-more-right'),
+                    mask: getComputedStyle(el).maskImage || getComputedStyle(el).webkitMaskImage}; }""")
+        assert after["left"] and not after["right"] and after["mask"] != "none", (end, after)
+    with open_page(browser, base, rel) as (page, _):
+        page.wait_for_timeout(300)
+        marked = [b for b in page.evaluate(SCROLL_BOXES_JS) if b["marked"]]
+        assert marked == [], f"{rel}: boxes fade at 1280 px, where nothing should scroll: {marked[:3]}"
+
+
 def test_code_in_an_exercise_box_uses_the_phone_width(site):
     base, browser = site
     rel = "exercises/ex03_masks.html"
