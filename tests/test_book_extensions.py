@@ -197,3 +197,31 @@ def test_entries_that_are_not_word_forms_of_one_term_stay_as_they_are(terms):
     item = _entry(*terms)
     assert not glossary_word_forms.merge_item(item)
     assert [c.astext() for c in item.children if isinstance(c, nodes.term)] == list(terms)
+
+
+def test_pybtex_looks_each_plugin_up_once_and_finds_the_same_plugin():
+    import bib_lookup_cache
+    import pybtex.plugin
+    from pybtex.backends.plaintext import Backend
+    from pybtex.richtext import Text
+
+    calls = []
+
+    def counted(**selection):
+        calls.append(selection)
+        return uncached(**selection)
+
+    uncached, bib_lookup_cache._uncached = bib_lookup_cache._uncached, counted
+    bib_lookup_cache._entry_points.cache_clear()
+    try:
+        rounds = []
+        for _ in range(3):
+            assert pybtex.plugin.find_plugin("pybtex.backends", "text") is Backend
+            assert Text("Vaswani").render_as("text") == "Vaswani"
+            rounds.append(len(calls))
+        assert {"group": "pybtex.backends", "name": "text"} in calls
+        assert rounds[0] == rounds[2], "a second lookup asked the installed packages again"
+        assert len(bib_lookup_cache.cached_entry_points(group="pybtex.backends")) >= 3   # text, html, latex...
+    finally:
+        bib_lookup_cache._uncached = uncached
+        bib_lookup_cache._entry_points.cache_clear()
