@@ -29,6 +29,7 @@ def test_the_chinese_edition_is_chinese_executes_in_its_own_cache_and_has_its_ow
     assert "\\contentsname}{目录}" in preamble and "章节" in preamble and "第" in preamble
     assert "xeCJKDeclareCharClass" not in sphinx["latex_elements"]["fontpkg"]   # Chinese quotes stay full-width
     assert BASE["sphinx"]["config"].get("language") in (None, "en")            # the English config is untouched
+    assert zh["title"] == "注意力，算出来" and "编写组" in zh["author"]          # the footer and the PDF's title page
 
 
 def test_the_chinese_bibliography_describes_the_source_texts_in_chinese_and_keeps_every_entry():

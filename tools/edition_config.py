@@ -43,6 +43,7 @@ def pot_config(base: dict) -> dict:
 def zh_config(base: dict) -> dict:
     config = pot_config(base)
     config["title"] = "注意力，算出来"
+    config["author"] = "attnlab 编写组"          # the footer and the PDF title page
     config["execute"]["cache"] = ZH_CACHE
     sphinx = _sphinx_config(config)
     sphinx["language"] = "zh_CN"
