@@ -676,6 +676,7 @@ CONTRAST_JS = """(selector) => {
     ("chapters/08_structure.html", 'div.cell_output table.dataframe :is(th, td)'),   # its tables of strings
     ("chapters/03_masks.html",
      ".cell_output .widget-label, .cell_output .widget-readout, .cell_output .attnlab-readout td"),
+    ("chapters/09_pretrained.html", ".cell_output .attnlab-readout td"),   # the query's row is red
 ])
 def test_outputs_follow_dark_mode(site, rel, selector):
     """Checker notes, styled tables and explorers: text on a dark background, readable (>= 4.5:1)."""
