@@ -113,6 +113,13 @@ def page_text(message: str) -> str:
 tr = page_text
 
 
+def page_text_of_file(message: str) -> str:
+    """:func:`page_text` for a string a page reads from a file of the book rather than writes in a
+    cell (checking.md's summary of each test module, its docstring's first paragraph): its entry
+    in the ``pages`` catalog is extracted from that file, not from a ``tr("...")`` literal."""
+    return page_text(message)
+
+
 def page_table(table):
     """A pandas table of a page with its labels in the current language: column and row labels and
     the names of its index and column levels (a Series: its name too), each string through

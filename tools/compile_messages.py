@@ -19,6 +19,9 @@ from pathlib import Path
 from babel.messages import frontend, mofile, pofile
 from babel.messages.catalog import Catalog
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))        # also when loaded from a file by a test
+from test_summaries import summary, test_modules  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 LOCALE = ROOT / "attnlab" / "locale"
 
@@ -118,7 +121,8 @@ def _call_name(node: ast.Call) -> str | None:
 
 def page_messages(root: Path = ROOT) -> dict[str, list[tuple[str, int]]]:
     """Every ``tr("...")`` / ``al.tr("...")`` literal in the pages' code cells, with where it is,
-    and the labels of the tables a cell shows through ``tr_table`` (see ``table_labels``).
+    the labels of the tables a cell shows through ``tr_table`` (see ``table_labels``), and the
+    summary of every test module, which checking.md shows (``page_text_of_file``).
 
     A call whose argument is not one literal string is an error: a translator could never see it.
     """
@@ -137,6 +141,8 @@ def page_messages(root: Path = ROOT) -> dict[str, list[tuple[str, int]]]:
                 if not (isinstance(arg, ast.Constant) and isinstance(arg.value, str)):
                     raise SystemExit(f"{name}:{line}: tr() needs one literal string (the English text)")
                 found.setdefault(arg.value, []).append((name, line))
+    for module in test_modules(root):            # checking.md shows each one's summary
+        found.setdefault(summary(module), []).append((module.relative_to(root).as_posix(), 1))
     return found
 
 
