@@ -234,3 +234,66 @@ def test_every_figure_label_of_a_chapter_is_translated(page):
     left = [(first + line - 1, text) for first, source in tool.code_cells(page)
             for line, text in unwrapped_figure_text(source)]
     assert left == [], f"wrap in al.tr(...) and run tools/compile_messages.py extract: {left[:5]}"
+
+
+# --- the defect: English sentences printed by a page's code without al.tr -------------------------
+
+# Calls that write their string arguments into a page's output.
+PRINT_CALLS = {"print", "Markdown"}
+# Printed text that is no language: names of code, maths and units, the same in both editions.
+NOT_PRINTED_LANGUAGE = {
+    "attnlab:", "torch", "max |nn.MultiheadAttention - attnlab| = ", "max |SDPA - attnlab|                  = ",
+    "SDPA:           ", "al.attention:   ", "al.softmax:          ", "torch.softmax:       ", "NumPy:",
+    "torch.backends.cuda.", "default_device():", "GPU:", "attention_mask:", " query_valid:",
+    "cos(q, k) =", "   cos(q, 2k) =", "softmax(scores) @ values =", "alpha(1 - alpha)          = ",
+    "c = 1/sqrt(2) = ", " MiB", " KiB", "max |f(PX) - P f(X)|       = ", "max |A(PX) - P A(X) P^T|   = ",
+    "                       a_n / l_n - softmax(u) V =", "alpha = ", "attnlab: max |dQ| =",
+    "torch ", "SDPA in torch ", "max |sum_h O^(h) W_O^(h) - C W_O| = ",
+    "nn.MultiheadAttention = attnlab torch = attnlab NumPy",
+    "attnlab MultiHeadAttention(n_kv_heads=2) = SDPA(enable_gqa=True)",
+    " max |rowsum(A dA) - rowsum(dO O)| = ",
+}
+
+
+def unwrapped_printed_text(source: str) -> list[tuple[int, str]]:
+    """(line, text) of each English literal of ``source`` that a ``print`` or ``Markdown`` call
+    writes without ``tr``: its string arguments and the constant parts of its f-strings."""
+    tree = ast.parse(source)
+    wrapped = {id(n) for call in ast.walk(tree) if tool.is_tr_call(call) for n in ast.walk(call)}
+    found = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in PRINT_CALLS):
+            continue
+        for arg in node.args:
+            for literal in _literals(arg):
+                if (id(literal) not in wrapped and _words(literal.value)
+                        and literal.value not in NOT_PRINTED_LANGUAGE):
+                    found.append((literal.lineno, literal.value))
+    return sorted(found)
+
+
+def test_the_scan_finds_unwrapped_printed_text_and_accepts_wrapped_text_and_code_names():
+    source = '''
+print("max error", err)
+print(al.tr("max error"), err)
+print(f"worst error {err:.1e} at row {i}")
+print(al.tr("worst error {err:.1e}").format(err=err))
+display(Markdown(f"**{n}** heads agree"))
+display(Markdown(al.tr("**{n}** heads agree").format(n=n)))
+print("SDPA:           ", x, "$QK^T$", "\\n".join(lines), f"{x:.2f}")
+print(tr("tied"), 3)
+'''
+    assert unwrapped_printed_text(source) == [(2, "max error"), (4, " at row "), (4, "worst error "),
+                                              (6, "** heads agree")]
+
+
+PAGES_WITH_PRINTED_TEXT = [*CHAPTERS, *sorted((ROOT / "solutions").glob("*.md")),
+                           *sorted((ROOT / "exercises").glob("*.md")),
+                           *(ROOT / name for name in ("checking.md", "instructors.md", "notation.md"))]
+
+
+@pytest.mark.parametrize("page", PAGES_WITH_PRINTED_TEXT, ids=lambda p: p.stem)
+def test_every_printed_sentence_of_a_page_is_translated(page):
+    left = [(first + line - 1, text) for first, source in tool.code_cells(page)
+            for line, text in unwrapped_printed_text(source)]
+    assert left == [], f"wrap in al.tr(...) and run tools/compile_messages.py extract: {left[:5]}"
