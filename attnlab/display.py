@@ -10,9 +10,15 @@ can put what the installed library returns into a sentence of either edition.
 
 ``scientific(x)`` writes a small or large number as ``1.2 × 10⁻⁷``, in one piece that a table cell
 or a line of text never breaks (``1.2e-07`` breaks after its hyphen in a narrow column).
+
+``column(text, width)`` pads a label of a printed table as ``f"{text:>{width}}"`` does, counting a
+Chinese character as the two columns it takes in a monospaced font, so that the columns of the
+Chinese edition's printed tables line up as the English ones do.
 """
 
 from __future__ import annotations
+
+import unicodedata
 
 import numpy as np
 import sympy as sp
@@ -111,3 +117,16 @@ def in_words(values, shape: str = "block") -> str:
     if arr.size and (arr == 0).all():
         return _(zeros)
     return _(finite) if np.isfinite(arr).all() else _(mixed)
+
+
+def _columns(text: str) -> int:
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
+def column(text: str, width: int, align: str = ">") -> str:
+    """``text`` padded with spaces to ``width`` columns of monospaced output, right-aligned (``">"``)
+    or left-aligned (``"<"``); a wide (CJK) character counts two columns. Longer text is kept whole."""
+    if align not in (">", "<"):
+        raise AttentionInputError(_("align must be '>' or '<'; got {align!r}").format(align=align))
+    pad = " " * max(0, width - _columns(str(text)))
+    return pad + str(text) if align == ">" else str(text) + pad

@@ -95,3 +95,14 @@ def test_scientific_is_one_unbreakable_piece(x, digits, want):
         mantissa, power = text.replace("−", "-").split("\u00a0×\u00a010")
         exponent = int(power.translate(str.maketrans("⁻⁰¹²³⁴⁵⁶⁷⁸⁹", "-0123456789")))
         assert float(mantissa) * 10.0 ** exponent == pytest.approx(x, rel=10.0 ** -digits)
+
+
+def test_column_pads_like_a_format_spec_and_counts_a_chinese_character_as_two_columns():
+    from attnlab.display import column
+
+    for text in ("d_k", "mean s^2", "a longer label than the width"):
+        assert column(text, 9) == f"{text:>9}" and column(text, 9, "<") == f"{text:<9}"
+    assert column("缩放", 7) == "   缩放"                        # 2 characters, 4 columns
+    assert len(column("均值", 9, "<").encode("gbk")) == 9         # GBK: 2 bytes per Chinese character
+    with pytest.raises(ValueError, match="align"):
+        column("x", 3, "^")
