@@ -327,8 +327,8 @@ class _Flow:
             if method in {"format", "upper", "lower", "title", "capitalize", "strip", "replace"}:
                 return self.drawn(node.func.value, seen) + [
                     lit for a in [*node.args, *(k.value for k in node.keywords)] for lit in self.drawn(a, seen)]
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in {"list", "tuple",
-                                                                                               "str"} and node.args:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.args \
+                and node.func.id in {"list", "tuple", "str"}:
             return self.drawn(node.args[0], seen)
         return []
 
@@ -390,7 +390,6 @@ ax.legend(title=tr("heads"))
 ax.text(0, 1, "worst")
 '''
     assert unwrapped_figure_text(source) == [(2, "key position"), (4, "head "), (8, "worst")]
-
 
 
 def test_the_scan_follows_a_label_from_where_the_cell_binds_it_to_the_figure():
