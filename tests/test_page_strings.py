@@ -174,8 +174,13 @@ def test_extraction_refuses_a_tr_call_without_one_literal_string(tmp_path):
 FIGURE_CALLS = {"set_xlabel", "set_ylabel", "set_title", "suptitle", "title", "xlabel", "ylabel", "annotate",
                 "text", "set_text"}
 FIGURE_KEYWORDS = {"label", "title", "xlabel", "ylabel"}
+# attnlab.plots' helpers: the keywords (and the positions of their arguments) that carry figure text.
+PLOT_HELPERS = {"heatmap": {2: "row_labels", 3: "col_labels", 4: "title"},
+                "mask_grid": {2: "title", 3: "row_labels", 4: "col_labels", 5: "xlabel", 6: "ylabel"},
+                "convex_picture": {4: "labels", 5: "title"}}
+HELPER_KEYWORDS = {"title", "labels", "row_labels", "col_labels", "xlabel", "ylabel"}
 # Figure text that is no language: names of code, tensors and units, the same in both editions.
-NOT_LANGUAGE = {"GFLOP/s"}
+NOT_LANGUAGE = {"GFLOP/s", "softmax"}
 
 
 def _words(text: str) -> list[str]:
@@ -194,23 +199,184 @@ def _literals(node):
             yield from _literals(element)
 
 
-def unwrapped_figure_text(source: str) -> list[tuple[int, str]]:
-    """(line, text) of each English literal drawn into a figure in ``source`` without ``tr``."""
-    tree = ast.parse(source)
-    wrapped = {id(n) for call in ast.walk(tree) if tool.is_tr_call(call) for n in ast.walk(call)}
-    found = []
+class _Flow:
+    """Where the names of one cell get their values: enough to follow a label to the literal it came from.
+
+    A value is a list of "shapes": an expression (the value is that expression), or a tuple of values
+    (what unpacking ``zip(...)``, ``enumerate(...)`` or ``d.items()`` gives, position by position).
+    A name the cell does not bind is looked up in the earlier cells' flow, ``outer``.
+    """
+
+    def __init__(self, tree, outer=None):
+        self.outer = outer
+        self.bindings: dict[str, list] = {}        # name: [(line, value(seen))], values read lazily
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    self._bind(target, node.lineno, lambda seen, v=node.value: [v])
+            elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
+                self._bind(node.target, node.lineno, lambda seen, v=node.value: [v])
+            elif isinstance(node, ast.For):
+                self._bind(node.target, node.lineno, lambda seen, it=node.iter: self.element(it, seen))
+            elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+                for loop in node.generators:
+                    self._bind(loop.target, node.lineno, lambda seen, it=loop.iter: self.element(it, seen))
+
+    def _bind(self, target, line, value):
+        if isinstance(target, ast.Name):
+            self.bindings.setdefault(target.id, []).append((line, value))
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            n = len(target.elts)
+            for i, part in enumerate(target.elts):
+                self._bind(part, line, lambda seen, i=i: [piece for shape in value(seen)
+                                                          for piece in self._part(shape, i, n)])
+
+    def _part(self, shape, i, n):
+        """The i-th of n parts of one shape, unpacked."""
+        if isinstance(shape, tuple):
+            return shape[i] if i < len(shape) else []
+        if isinstance(shape, (ast.Tuple, ast.List)) and len(shape.elts) == n:
+            return [shape.elts[i]]
+        return []
+
+    def _elsewhere(self, name: ast.Name) -> bool:
+        return name.id not in self.bindings and self.outer is not None
+
+    def _resolve(self, name: ast.Name, seen):
+        """The shapes ``name`` may hold where it is used: its latest binding above, else any of the cell's."""
+        if name.id in seen:
+            return []
+        sites = self.bindings.get(name.id, [])
+        above = [line for line, _ in sites if line <= name.lineno]
+        chosen = [value for line, value in sites if not above or line == max(above)]
+        return [shape for value in chosen for shape in value(seen | {name.id})]
+
+    def element(self, node, seen=frozenset()):
+        """The value of one element of iterating ``node`` (a dict gives its keys)."""
+        if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+            return list(node.elts)
+        if isinstance(node, ast.Dict):
+            return [k for k in node.keys if k is not None]
+        if isinstance(node, ast.Name) and self._elsewhere(node):
+            return self.outer.element(node, seen)
+        if isinstance(node, ast.Name):
+            return [e for shape in self._resolve(node, seen) if not isinstance(shape, tuple)
+                    for e in self.element(shape, seen | {node.id})]
+        if isinstance(node, ast.Call):
+            func, args = node.func, node.args
+            if isinstance(func, ast.Name) and func.id == "zip":
+                return [tuple(self.element(a, seen) for a in args)]
+            if isinstance(func, ast.Name) and func.id == "enumerate" and args:
+                return [([], self.element(args[0], seen))]
+            if isinstance(func, ast.Name) and func.id in {"list", "tuple", "sorted", "reversed"} and args:
+                return self.element(args[0], seen)
+            if isinstance(func, ast.Attribute) and func.attr in {"items", "keys", "values"}:
+                keys, values = self._dict(func.value, seen)
+                return {"items": [(keys, values)], "keys": keys, "values": values}[func.attr]
+        return []
+
+    def _dict(self, node, seen):
+        """(keys, values) of the dict ``node`` stands for: a literal, ``dict(zip(...))``, or a name of one."""
+        if isinstance(node, ast.Dict):
+            return [k for k in node.keys if k is not None], list(node.values)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict" and node.args:
+            pairs = self.element(node.args[0], seen)
+            return ([p for shape in pairs for p in self._part(shape, 0, 2)],
+                    [p for shape in pairs for p in self._part(shape, 1, 2)])
+        if isinstance(node, ast.Name) and self._elsewhere(node):
+            return self.outer._dict(node, seen)
+        if isinstance(node, ast.Name):
+            keys, values = [], []
+            for shape in self._resolve(node, seen):
+                if not isinstance(shape, tuple):
+                    k, v = self._dict(shape, seen | {node.id})
+                    keys += k
+                    values += v
+            return keys, values
+        return [], []
+
+    def drawn(self, node, seen=frozenset()):
+        """The string literals whose text ``node``, drawn into a figure, may show."""
+        if tool.is_tr_call(node):
+            return []
+        if isinstance(node, ast.Constant):
+            return [node] if isinstance(node.value, str) else []
+        if isinstance(node, ast.JoinedStr):
+            return [lit for v in node.values for lit in self.drawn(v.value if isinstance(v, ast.FormattedValue)
+                                                                   else v, seen)]
+        if isinstance(node, (ast.List, ast.Tuple)):
+            return [lit for e in node.elts for lit in self.drawn(e, seen)]
+        if isinstance(node, ast.Name) and self._elsewhere(node):
+            return self.outer.drawn(node, seen)
+        if isinstance(node, ast.Name):
+            return [lit for shape in self._resolve(node, seen) for lit in self._drawn_shape(shape, seen | {node.id})]
+        if isinstance(node, ast.Subscript):               # labels[j], legend[kind]: an element, a dict's value
+            if isinstance(node.slice, ast.Slice):
+                return self.drawn(node.value, seen)
+            keys, values = self._dict(node.value, seen)
+            parts = values or self.element(node.value, seen)
+            return [lit for shape in parts for lit in self._drawn_shape(shape, seen)]
+        if isinstance(node, ast.IfExp):
+            return self.drawn(node.body, seen) + self.drawn(node.orelse, seen)
+        if isinstance(node, ast.BinOp):
+            return self.drawn(node.left, seen) + self.drawn(node.right, seen)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            method = node.func.attr
+            if method == "join" and node.args:
+                return self.element_drawn(node.args[0], seen)
+            if method in {"format", "upper", "lower", "title", "capitalize", "strip", "replace"}:
+                return self.drawn(node.func.value, seen) + [
+                    lit for a in [*node.args, *(k.value for k in node.keywords)] for lit in self.drawn(a, seen)]
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.args \
+                and node.func.id in {"list", "tuple", "str"}:
+            return self.drawn(node.args[0], seen)
+        return []
+
+    def element_drawn(self, node, seen):
+        return [lit for shape in self.element(node, seen) for lit in self._drawn_shape(shape, seen)]
+
+    def _drawn_shape(self, shape, seen):
+        if isinstance(shape, tuple):
+            return []
+        if isinstance(shape, list):
+            return [lit for s in shape for lit in self._drawn_shape(s, seen)]
+        return self.drawn(shape, seen)
+
+
+def _figure_arguments(call: ast.Call) -> list[ast.AST]:
+    """The arguments of ``call`` that carry text drawn into a figure."""
+    func = call.func
+    name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+    args = list(call.args) if name in FIGURE_CALLS else []
+    args += [k.value for k in call.keywords if k.arg in FIGURE_KEYWORDS]
+    if name in PLOT_HELPERS:
+        args += [a for i, a in enumerate(call.args) if i in PLOT_HELPERS[name]]
+        args += [k.value for k in call.keywords if k.arg in HELPER_KEYWORDS - FIGURE_KEYWORDS]
+    return args
+
+
+def unwrapped_figure_text(source: str, earlier: str = "") -> list[tuple[int, str]]:
+    """(line, text) of each English literal drawn into a figure in ``source`` without ``tr``.
+
+    Besides the literals written in a figure call, it follows the names the call draws (its own
+    arguments, an element ``labels[j]``, a dict's value ``legend[kind]``, an f-string's fields) back
+    to where the cell binds them: an assignment, a ``for`` or a comprehension, unpacking from
+    ``zip(...)``, ``enumerate(...)`` and ``d.items()``, and the list, tuple or dict literals there;
+    a name the cell does not bind, to where the ``earlier`` cells bind it.
+    """
+    tree, before = ast.parse(source), ast.parse(earlier)
+    wrapped = {id(n) for t in (tree, before) for call in ast.walk(t) if tool.is_tr_call(call)
+               for n in ast.walk(call)}
+    flow = _Flow(tree, outer=_Flow(before))
+    found = {}
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
-        func = node.func
-        name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
-        args = list(node.args) if name in FIGURE_CALLS else []
-        args += [k.value for k in node.keywords if k.arg in FIGURE_KEYWORDS]
-        for arg in args:
-            for literal in _literals(arg):
+        for arg in _figure_arguments(node):
+            for literal in [*_literals(arg), *flow.drawn(arg)]:
                 if id(literal) not in wrapped and _words(literal.value) and literal.value not in NOT_LANGUAGE:
-                    found.append((literal.lineno, literal.value))
-    return sorted(found)
+                    found[id(literal)] = (literal.lineno, literal.value)
+    return sorted(found.values())
 
 
 def test_the_scan_finds_unwrapped_figure_text_and_accepts_wrapped_text_and_math():
@@ -226,13 +392,61 @@ ax.text(0, 1, "worst")
     assert unwrapped_figure_text(source) == [(2, "key position"), (4, "head "), (8, "worst")]
 
 
+def test_the_scan_follows_a_label_from_where_the_cell_binds_it_to_the_figure():
+    source = '''
+panels = {"uniform": U, "hard selection": H}
+for ax, (title, W) in zip(axes, panels.items()):
+    al.plots.heatmap(ax, W, title=title)
+titles = {"max weight": "largest weight", "entropy": al.tr("entropy")}
+for ax, (key, title) in zip(axes, titles.items()):
+    for label, marker in [("scaled", "s-"), (al.tr("unscaled"), "o-")]:
+        ax.plot(d, measure[key], marker, label=label)
+    ax.set_title(title)
+legend = dict(zip(kinds, ("plain", al.tr("soft-cap"))))
+ax.plot(x, y, label=legend[kind])
+for i, name in enumerate(["projection 1", "$P_2$"]):
+    al.plots.convex_picture(ax, V, a, labels=names, title=f"{name}!")
+names = ["first value", al.tr("second value")]
+al.plots.mask_grid(ax, m, "causal", rows, ylabel="query" if labels else "")
+ax.set_xlabel(unknown)
+'''
+    assert unwrapped_figure_text(source) == [
+        (2, "hard selection"), (2, "uniform"), (5, "largest weight"), (7, "scaled"), (10, "plain"),
+        (12, "projection 1"), (14, "first value"), (15, "causal"), (15, "query")]
+    # what is not drawn is not flagged: dict keys read by the code, markers, the names' keys
+    assert all(text not in {"max weight", "entropy", "s-", "o-"} for _, text in unwrapped_figure_text(source))
+
+
+def test_the_scan_follows_a_name_the_cell_does_not_bind_to_an_earlier_cell_and_takes_the_latest_binding():
+    earlier = '''points = {"naive": 1, al.tr("tiled"): 2}
+kinds = ["old"]
+'''
+    source = '''
+for name, p in points.items():
+    ax.plot(p, label=name)
+kinds = [al.tr("new")]
+for name in kinds:
+    ax.plot(p, label=name)
+'''
+    assert unwrapped_figure_text(source, earlier) == [(1, "naive")]
+    assert unwrapped_figure_text(source) == []
+
 CHAPTERS = sorted((ROOT / "chapters").glob("*.md"))
+
+
+def page_figure_text(page: Path) -> list[tuple[int, str]]:
+    """(line of the page, text) of each English literal drawn into a figure of ``page`` without ``tr``."""
+    left, earlier = [], ""
+    for first, source in tool.code_cells(page):
+        source = "\n" * (first - 1) + source           # the page's line numbers
+        left += unwrapped_figure_text(source, earlier)
+        earlier += "\n" * (first - 1 - earlier.count("\n")) + source[first - 1:] + "\n"
+    return sorted(set(left))
 
 
 @pytest.mark.parametrize("page", CHAPTERS, ids=lambda p: p.stem)
 def test_every_figure_label_of_a_chapter_is_translated(page):
-    left = [(first + line - 1, text) for first, source in tool.code_cells(page)
-            for line, text in unwrapped_figure_text(source)]
+    left = page_figure_text(page)
     assert left == [], f"wrap in al.tr(...) and run tools/compile_messages.py extract: {left[:5]}"
 
 
