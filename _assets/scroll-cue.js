@@ -52,7 +52,12 @@
 
   let pending = 0;
   const soon = () => { cancelAnimationFrame(pending); pending = requestAnimationFrame(scan); };
-  document.addEventListener("DOMContentLoaded", soon);
+  document.addEventListener("DOMContentLoaded", () => {
+    soon();
+    // The explorers draw their pictures when the widget manager has rendered them, at no fixed
+    // time after load, and replace them when a button is pressed: new nodes mean a new scan.
+    new MutationObserver(soon).observe(document.body, { childList: true, subtree: true });
+  });
   window.addEventListener("load", () => {
     soon();
     // MathJax typesets after the page has loaded; its formulas get their cue once it is done.
