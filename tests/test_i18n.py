@@ -608,3 +608,13 @@ def test_the_instructors_table_cell_never_shows_a_full_stop_before_a_separator()
     chinese = summaries_line(named)
     assert "。；" not in chinese and ".；" not in chinese and chinese.count("；`") == len(named) - 1
     assert chinese.endswith("。") and not chinese.endswith("。。") and CJK.search(chinese)
+
+
+def test_a_checker_note_puts_no_space_after_a_chinese_full_stop():
+    """The note's heading ends in "." in English (a space follows) and in "。" in Chinese (none)."""
+    from attnlab.checks.result import passed
+    english = passed("masks.keys_visible_5_6", "Correct.")._repr_html_()
+    assert re.search(r"passed\.</strong> Correct\.", english), english
+    i18n.set_language("zh_CN")
+    chinese = passed("masks.keys_visible_5_6", "正确。")._repr_html_()
+    assert re.search(r"通过。</strong>正确。", chinese), chinese

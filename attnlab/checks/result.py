@@ -60,6 +60,7 @@ class CheckResult:
         heading = _("{symbol} {task}: {status}.").format(symbol=symbol, task=_(self.task), status=_(self.status))
         lines = [_inline_code(html.escape(line)) for line in self.message.splitlines()]
         body = "<br>".join(lines)
+        gap = "" if heading.endswith("。") else " "  # a Chinese full stop carries its own space
         folded = ""
         if self.details:
             summary = html.escape(_("Details for a bug report"))
@@ -69,7 +70,7 @@ class CheckResult:
             f'<div class="attnlab-check attnlab-check-{self.status.split()[0]}" '
             f'style="border-left:6px solid {border};background:{background};color:#1b1b1b;'
             f'padding:0.55em 0.9em;margin:0.3em 0;border-radius:4px;line-height:1.45;">'
-            f'<strong style="color:{border}">{html.escape(heading)}</strong> '
+            f'<strong style="color:{border}">{html.escape(heading)}</strong>{gap}'
             f"{body}{folded}</div>"
         )
 
