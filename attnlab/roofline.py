@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 from .errors import AttentionInputError
+from .i18n import N_
 
 __all__ = [
     "GPU_SPECS", "H100_EXP_PER_SECOND", "Machine", "cache_sizes", "measure_bandwidth", "measure_exp_rate",
@@ -35,7 +36,7 @@ class Machine:
     name: str
     flops: float
     bandwidth: float
-    fast_memory: str = ""          # what plays the part of the fast memory, in words
+    fast_memory: str = ""          # what plays the part of the fast memory, in words (in attnlab.po)
     source: str = "measured"       # where the numbers come from
 
     @property
@@ -54,12 +55,12 @@ class Machine:
 GPU_SPECS = {
     "A100": Machine(
         "NVIDIA A100 SXM4 80GB", flops=312e12, bandwidth=2.039e12,
-        fast_memory="up to 164 KB of shared memory per SM, 108 SMs; 40 MB L2",
+        fast_memory=N_("up to 164 KB of shared memory per SM, 108 SMs; 40 MB L2"),
         source="NVIDIA A100 Tensor Core GPU datasheet: BF16 Tensor Core 312 TFLOPS (dense), "
                "HBM2e 2,039 GB/s; shared memory from the NVIDIA A100 architecture whitepaper"),
     "H100": Machine(
         "NVIDIA H100 SXM5 80GB", flops=989e12, bandwidth=3.35e12,
-        fast_memory="up to 228 KB of shared memory per SM, 132 SMs; 50 MB L2",
+        fast_memory=N_("up to 228 KB of shared memory per SM, 132 SMs; 50 MB L2"),
         source="NVIDIA H100 Tensor Core GPU datasheet: BF16 Tensor Core 1,979 TFLOPS with sparsity "
                "(989 dense), HBM3 3.35 TB/s; shared memory from the NVIDIA H100 architecture whitepaper"),
 }

@@ -1,4 +1,4 @@
-"""Chinese notebooks and assignments for students (``make notebooks LANG=zh_CN``, issue 17).
+"""Chinese notebooks and assignments for students (``make notebooks LANG=zh_CN``).
 
 The markdown of a page is translated through the page's catalog, piece by piece as Sphinx looks
 pieces up, before the MyST is converted to plain Jupyter Markdown; code cells stay those of the

@@ -93,7 +93,7 @@ def _has_words(text: str) -> bool:
 def table_labels(tree: ast.AST):
     """The literal column and index names of a cell that shows a table through ``tr_table``: the
     string keys of its dict literals, the names given to ``set_index`` / ``rename_axis``, the
-    ``columns=`` and ``name=`` of its calls and the new columns it assigns (``t["x"] = ...``);
+    ``columns=``, ``index=`` and ``name=`` of its calls and the new columns it assigns (``t["x"] = ...``);
     those with a word in them (``T``, ``d_k`` stay as they are)."""
     calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
     if not any(_call_name(n) in _TABLE_NAMES for n in calls):
@@ -105,7 +105,7 @@ def table_labels(tree: ast.AST):
         elif isinstance(node, ast.Call):
             if _call_name(node) in _LABEL_CALLS:
                 found += node.args
-            found += [k.value for k in node.keywords if k.arg in ("columns", "name")]
+            found += [k.value for k in node.keywords if k.arg in ("columns", "index", "name")]
         elif isinstance(node, ast.Assign):
             found += [t.slice for t in node.targets if isinstance(t, ast.Subscript)]
     for node in found:

@@ -322,5 +322,6 @@ def check_bytes_per_token(run, fn):
         value = _as_int(run, run.call(fn, case, dict(cfg), nbytes), case, "your count")
         run.compare(case, value, _bytes_per_token(cfg, nbytes), BYTES_MISTAKES, args=(cfg, nbytes), tol=None,
                     name=N_("your count"))
-    return run.passed(_("All {n_cases} configurations match: 2 x layers x kv_heads x head_dim "
-                        "bytes per number, or layers x (latent + rope_dim) for MLA.").format(n_cases=len(cases)))
+    return run.passed(_("All {n_cases} configurations match: bytes per number x 2 x layers x kv_heads x "
+                        "head_dim, or bytes per number x layers x (latent + rope_dim) for MLA.")
+                      .format(n_cases=len(cases)))
