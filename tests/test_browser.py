@@ -437,7 +437,8 @@ SCROLL_BOXES_JS = """() => {
 
 
 @pytest.mark.parametrize("rel", ["chapters/04_worked_examples.html", "chapters/07_cost_memory.html",
-                                 ZH + "chapters/04_worked_examples.html", ZH + "chapters/06_multihead.html"])
+                                 "chapters/09_pretrained.html", ZH + "chapters/04_worked_examples.html",
+                                 ZH + "chapters/06_multihead.html"])
 def test_a_box_that_scrolls_on_a_phone_fades_where_more_is_hidden(site, rel):
     """At 390 px each box with more than a few pixels hidden fades at its right edge, then at its
     left once scrolled to the end; a formula whose glyphs overhang by a pixel or two does not fade;
