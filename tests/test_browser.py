@@ -398,7 +398,7 @@ def test_a_chinese_gloss_never_breaks_across_lines_on_a_phone(site, rel):
 
 
 @pytest.mark.parametrize("rel", [r for r in PAGES if r in ("chapters/03_masks.html", "checking.html",
-                                                             "instructors.html", "chapters/07_cost_memory.html")]
+                                                             "instructors.html", "chapters/08_cost.html")]
                          or ["(no build)"])
 def test_no_table_cell_is_wider_than_a_phone(site, rel):
     base, browser = site
@@ -436,8 +436,8 @@ SCROLL_BOXES_JS = """() => {
 }"""
 
 
-@pytest.mark.parametrize("rel", ["chapters/04_worked_examples.html", "chapters/07_cost_memory.html",
-                                 "chapters/09_pretrained.html", ZH + "chapters/04_worked_examples.html",
+@pytest.mark.parametrize("rel", ["chapters/04_worked_examples.html", "chapters/08_cost.html",
+                                 "chapters/11_pretrained.html", ZH + "chapters/04_worked_examples.html",
                                  ZH + "chapters/06_multihead.html"])
 def test_a_box_that_scrolls_on_a_phone_fades_where_more_is_hidden(site, rel):
     """At 390 px each box with more than a few pixels hidden fades at its right edge, then at its
@@ -674,10 +674,10 @@ CONTRAST_JS = """(selector) => {
 
 @pytest.mark.parametrize(("rel", "selector"), [
     ("exercises/ex01_qkv.html", ".attnlab-check, .attnlab-check strong, .attnlab-check code"),
-    ("chapters/08_structure.html", 'div.cell_output table.dataframe :is(th, td)'),   # its tables of strings
+    ("chapters/10_structure.html", 'div.cell_output table.dataframe :is(th, td)'),   # its tables of strings
     ("chapters/03_masks.html",
      ".cell_output .widget-label, .cell_output .widget-readout, .cell_output .attnlab-readout td"),
-    ("chapters/09_pretrained.html", ".cell_output .attnlab-readout td"),   # the query's row is red
+    ("chapters/11_pretrained.html", ".cell_output .attnlab-readout td"),   # the query's row is red
 ])
 def test_outputs_follow_dark_mode(site, rel, selector):
     """Checker notes, styled tables and explorers: text on a dark background, readable (>= 4.5:1)."""

@@ -43,7 +43,7 @@ def test_every_page_of_the_toc_is_a_page_of_the_book():
     pages = execute_pages.toc_pages(ROOT / "_toc.yml")
     assert pages[0] == "intro" and len(pages) == len(set(pages))
     assert all((ROOT / (p + ".md")).exists() for p in pages)
-    assert {"chapters/01_qkv", "chapters/10_kv_cache", "solutions/sol10_kv_cache", "references"} <= set(pages)
+    assert {"chapters/01_qkv", "chapters/12_kv_cache", "solutions/sol12_kv_cache", "references"} <= set(pages)
     assert set(execute_pages.SOLO) <= set(pages)
     student = execute_pages.toc_pages(ROOT / "_toc_student.yml")
     assert "solutions_withheld" in student and not [p for p in student if p.startswith("solutions/")]

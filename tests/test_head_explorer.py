@@ -30,7 +30,7 @@ def real():
     tokens = [tok.convert_ids_to_tokens(ids) for ids in batch["input_ids"]]
     valid = batch["attention_mask"].numpy().astype(bool)
     lengths = valid.sum(1)
-    # attnlab's weights, as chapter 9 computes them: padded query rows are zero there
+    # attnlab's weights, as chapter 11 computes them: padded query rows are zero there
     cap = pt.run_and_capture(model, batch)
     allowed = al.masks.padding(lengths, valid.shape[1])
     ours = [pt.self_attention(pt.attention_params(model, l), cap.inputs[l].double().numpy(), allowed=allowed,
@@ -60,7 +60,7 @@ def test_state_is_the_models_own_map(real, b, l, h, q):
 
 
 def test_attnlab_maps_give_the_same_picture(real):
-    """Chapter 9 feeds attnlab's weights (zero padded rows); the readout matches the model's."""
+    """Chapter 11 feeds attnlab's weights (zero padded rows); the readout matches the model's."""
     for b, l, h, q in CHOICES:
         ours = heads.head_state(real["ours"], real["tokens"], real["lengths"], b, l, h, q)
         model = heads.head_state(real["maps"], real["tokens"], real["lengths"], b, l, h, q)

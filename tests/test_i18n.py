@@ -496,7 +496,7 @@ def test_the_torch_empty_row_message_is_the_numpy_one_in_both_languages():
         assert str(torch_error) == str(numpy_error)
 
 
-# --- the checkers of chapters 9 and 10 and check_answer in Chinese ------------------------------
+# --- the checkers of chapters 11 and 12 and check_answer in Chinese ------------------------------
 
 def _chapter_cases():
     """(checker, a right answer, a wrong one, the mistake it must be named with); the answers are the

@@ -188,7 +188,7 @@ def test_mean_pool_matches_sentence_transformers(loaded):
 
 
 def test_key_bias_gets_no_gradient_so_training_cannot_identify_it(loaded):
-    """Chapter 9's claim about b_K: autograd on the model itself gives a zero gradient (float64 rounding)
+    """Chapter 11's claim about b_K: autograd on the model itself gives a zero gradient (float64 rounding)
     for every layer's key bias, and a clearly non-zero one for the query bias."""
     _, model, batch = loaded
     m64 = copy.deepcopy(model).double().eval()

@@ -143,7 +143,7 @@ QUESTIONS = {
     # The value comes from the real model; the usual slips are named by check_special_share before this.
     "pretrained.max_special_share": Question(
         "the largest share of a head's weight on [CLS] and [SEP] (mean over real queries) among the 72 heads of "
-        "all-MiniLM-L6-v2 on the four sentences of the chapter 9 exercises", exponent=-4, exact=False),
+        "all-MiniLM-L6-v2 on the four sentences of the chapter 11 exercises", exponent=-4, exact=False),
 }
 
 

@@ -32,8 +32,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 CHAPTER_NAMES = {
     "ch-qkv": "chapter 1", "ch-scaling": "chapter 2", "ch-masks": "chapter 3", "ch-worked": "chapter 4",
-    "ch-backprop": "chapter 5", "ch-multihead": "chapter 6", "ch-cost": "chapter 7",
-    "ch-structure": "chapter 8", "ch-pretrained": "chapter 9", "ch-kvcache": "chapter 10",
+    "ch-backprop": "chapter 5", "ch-multihead": "chapter 6", "ch-cost": "chapter 8",
+    "ch-structure": "chapter 10", "ch-pretrained": "chapter 11", "ch-kvcache": "chapter 12",
     "notation": "the notation page", "glossary": "the glossary",
 }
 _TITLES = {"prf:lemma": "Lemma", "prf:proposition": "Proposition", "prf:theorem": "Theorem",

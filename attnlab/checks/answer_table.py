@@ -317,7 +317,7 @@ ANSWERS = {
     ),
     'pretrained.max_special_share': Answer(
         N_("the largest share of a head's weight on [CLS] and [SEP] (mean over real queries) among the"
-           ' 72 heads of all-MiniLM-L6-v2 on the four sentences of the chapter 9 exercises'),
+           ' 72 heads of all-MiniLM-L6-v2 on the four sentences of the chapter 11 exercises'),
         (), -4, False,
         ('cdbb5f6ebba99685',),
         (

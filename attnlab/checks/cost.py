@@ -1,4 +1,4 @@
-"""Checker for the KV-cache size formula (chapter 7): an exact integer count of bytes."""
+"""Checker for the KV-cache size formula (chapter 8): an exact integer count of bytes."""
 from __future__ import annotations
 
 import numbers

@@ -1,4 +1,4 @@
-"""Checkers for chapter 10: a ring buffer's slots and its decoding step, MLA's weight absorption, gathering a
+"""Checkers for chapter 12: a ring buffer's slots and its decoding step, MLA's weight absorption, gathering a
 paged cache through its block table, and the cache bytes of one token for a published configuration.
 
 All tasks are NumPy (float64) or plain integers. The ring-slot checker streams positions through the

@@ -1,4 +1,4 @@
-"""Checkers for chapter 9: one head of a pretrained layer, the weight on [CLS]/[SEP], and head ablation.
+"""Checkers for chapter 11: one head of a pretrained layer, the weight on [CLS]/[SEP], and head ablation.
 
 The cases are small synthetic layers in the format of :class:`attnlab.pretrained.AttentionParams`
 (row-vector weights, biases, d = H * d_k, right padding), so a check runs in milliseconds and needs

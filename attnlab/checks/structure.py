@@ -1,4 +1,4 @@
-"""Checkers for chapter 8: a permutation-equivariance test, and permuting a mask with the tokens (NumPy)."""
+"""Checkers for chapter 10: a permutation-equivariance test, and permuting a mask with the tokens (NumPy)."""
 from __future__ import annotations
 
 import numpy as np

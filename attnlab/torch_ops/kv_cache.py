@@ -8,7 +8,7 @@
 
 Every layout stores keys in some physical order and records the absolute position of each
 slot. Attention does not care in which order the keys come, only which ones a query may read
-(chapter 8: permuting the keys and values together changes nothing), so ``attend`` is one
+(chapter 10: permuting the keys and values together changes nothing), so ``attend`` is one
 attention call over the stored slots with a mask built from those positions: causal, plus the
 window and the sinks for "ring". GQA: query head h reads KV head h // (H // H_kv); the r query
 heads of a group are stacked along the query axis, so K and V are never copied per head.

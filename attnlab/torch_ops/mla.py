@@ -8,7 +8,7 @@ absorbed   Q_h K_h^T = (Q_h W_UK_h^T) c^T: the query moves into the latent space
            of width d_latent; the scale stays 1/sqrt(d_head), the width the scores were defined in.
 
 No RoPE part: real models add a small decoupled RoPE key, because a rotation that depends on
-the key's position sits between W_UK and c and cannot be folded into the query (chapter 10).
+the key's position sits between W_UK and c and cannot be folded into the query (chapter 12).
 """
 from __future__ import annotations
 

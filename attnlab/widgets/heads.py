@@ -1,6 +1,6 @@
 """``head_explorer``: one head's attention map of a real model, for a chosen sentence and layer.
 
-The input is what chapter 9 computes: ``maps`` of shape (n_sentences, n_layers, n_heads, T, T),
+The input is what chapter 11 computes: ``maps`` of shape (n_sentences, n_layers, n_heads, T, T),
 attention probabilities (rows = queries, columns = keys), the token strings of every sentence
 and the number of real tokens in each (right padding: real tokens first). ``head_state`` picks
 one (sentence, layer, head) and one query row and returns the numbers shown; ``draw`` makes

@@ -1,4 +1,4 @@
-"""Chapter 10 checkers: every mistake is named.
+"""Chapter 12 checkers: every mistake is named.
 
 Each "student" function is written independently, the way a student would write the mistake, not taken
 from the package's mistake models; each test asserts the diagnosis it gets.

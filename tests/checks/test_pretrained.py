@@ -1,4 +1,4 @@
-"""Chapter 9's checkers: right answers pass, stubs are "not attempted", and each wrong answer is named.
+"""Chapter 11's checkers: right answers pass, stubs are "not attempted", and each wrong answer is named.
 
 Every "student" function below is written independently, the way a student would write it (NumPy or
 torch), not taken from the checker's mistake models; each test asserts the diagnosis it gets. The

@@ -1,4 +1,4 @@
-"""Chapters 7-8: FLOP and memory arithmetic, online softmax, KV cache, equivariance, weights vs contributions.
+"""Chapters 8 and 10: FLOP and memory arithmetic, online softmax, KV cache, equivariance, weights vs contributions.
 
 Every expected value comes from an independent source: torch's FlopCounterMode, exact SymPy
 arithmetic, the numbers printed in the source material, or a second implementation.
