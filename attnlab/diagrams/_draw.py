@@ -21,7 +21,7 @@ from typing import Callable
 
 from .. import i18n
 from ..plots import CAP_HEIGHT_EM, COLUMN_PX, MIN_TEXT_PX
-from ._text import CENTRE_TO_BASELINE, SANS, SANS_ZH, parse, smallest_size, tspans, width
+from ._text import CENTRE_TO_BASELINE, SANS, SANS_ZH, extent, smallest_size, tspans, width
 
 TEXT = 15          # labels, px
 SMALL = 13         # notes and cell numbers: capitals of 9.5 px
@@ -104,6 +104,7 @@ class Canvas:
     height: float
     parts: list[str] = field(default_factory=list)
     texts: list[Placed] = field(default_factory=list)
+    shapes: list[Rect] = field(default_factory=list)      # filled rectangles: free text must not cover them
 
     # --- text -------------------------------------------------------------------------------
     def text(self, x, y, label: str, size: float = TEXT, anchor: str = "middle", color: str = INK,
@@ -122,10 +123,10 @@ class Canvas:
             attrs += ' font-weight="bold"' if bold else ""
             self.parts.append(f"<text {attrs}>{tspans(line, size, bold)}</text>")
         left = {"middle": x - w / 2, "start": x, "end": x - w}[anchor]
-        sub = any(r.shift < 0 for line in lines for r in parse(line))
-        sup = any(r.shift > 0 for line in lines for r in parse(line))
-        top = top_centre - 0.6 * size - (0.3 * size if sup else 0)
-        bottom = top_centre + step * (len(lines) - 1) + 0.6 * size + (0.3 * size if sub else 0)
+        up = max(extent(line)[0] for line in lines)
+        down = max(extent(line)[1] for line in lines)
+        top = top_centre - (0.6 + up) * size
+        bottom = top_centre + step * (len(lines) - 1) + (0.6 + down) * size
         bounds = Rect(left, top, w, bottom - top)
         smallest = min(smallest_size(line, size) for line in lines)
         self.texts.append(Placed(label, bounds, within, smallest))
@@ -139,7 +140,10 @@ class Canvas:
         attrs += f' stroke-dasharray="{dash}"' if dash else ""
         attrs += f' fill-opacity="{opacity}"' if opacity is not None else ""
         self.parts.append(f"<rect {attrs}/>")
-        return Rect(x, y, w, h)
+        r = Rect(x, y, w, h)
+        if fill not in ("none", WHITE, "#ffffff") and w > 6 and h > 6:
+            self.shapes.append(r)
+        return r
 
     def box(self, x, y, w, h, label: str | None = None, role: Role = INPUT, size: float = TEXT, bold=False,
             dash=None, rx=6.0, fill: str | None = None) -> Rect:
@@ -297,6 +301,13 @@ def check_layout(canvas: Canvas) -> list[str]:
             problems.append(f"{t.label!r} overflows its box ({_fmt(t.bounds)} not inside {_fmt(t.within)})")
         if not frame.contains(t.bounds, tol=0.5):
             problems.append(f"{t.label!r} leaves the picture ({_fmt(t.bounds)})")
+    for t in canvas.texts:
+        if t.within is None:
+            for r in canvas.shapes:
+                inner = Rect(r.x + 1, r.y + 1, r.w - 2, r.h - 2)
+                if inner.overlaps(t.bounds):
+                    problems.append(f"{t.label!r} covers a shape at {_fmt(r)}")
+                    break
     for a in range(len(canvas.texts)):
         for b in range(a + 1, len(canvas.texts)):
             ta, tb = canvas.texts[a], canvas.texts[b]

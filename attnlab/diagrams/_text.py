@@ -1,9 +1,11 @@
 """Text of the diagrams: fonts, a small math markup, and widths measured before anything is placed.
 
 A label is plain text with math between dollar signs, as in the book's prose:
-``"scores $QK^⊤/√d_k$"``. Inside math, letters are set in a serif italic (the look of the
-page's formulas), digits and operators upright; ``_k`` or ``_{model}`` is a subscript, ``^⊤`` or
-``^{-1}`` a superscript. Everything else is the sans face of the explorers' pictures.
+``"scores $QK^⊤/√d_k$"``. Inside math, Latin and lower-case Greek letters are set in a serif
+italic (the look of the page's formulas), capital Greek, digits and operators upright; ``_k`` or
+``_{ij}`` is a subscript, ``^⊤`` or ``^{m − m′}`` a superscript (scripts nest), ``\\,`` a thin
+space, ``\\op{lse}`` an upright name (log, softmax, rowsum in a formula). Everything outside the
+dollars is the sans face of the explorers' pictures.
 
 Widths are measured with the DejaVu faces matplotlib ships (so the same on every machine, with
 no font installed): the faces the SVG names first, in both editions. A character DejaVu lacks
@@ -69,39 +71,58 @@ def is_wide(char: str) -> bool:
 
 @dataclass(frozen=True)
 class Run:
-    """A piece of a label in one style: ``shift`` -1 subscript, 0 baseline, +1 superscript."""
+    """A piece of a label in one style. ``rise`` is its baseline offset in ems of the label's size (up is
+    positive: a superscript), ``depth`` how many script levels deep it is (0: the baseline text)."""
 
     text: str
     family: str = "sans"
     italic: bool = False
     bold: bool = False
-    shift: int = 0
+    rise: float = 0.0
+    depth: int = 0
+
+    def size(self, size: float) -> float:
+        return size if self.depth == 0 else max(size * SUB_SCALE ** self.depth, SUB_MIN)
 
     def width(self, size: float) -> float:
-        shown = script_size(size) if self.shift else size
-        return sum(advance_em(c, self.family, self.bold, self.italic) for c in self.text) * shown
+        return sum(advance_em(c, self.family, self.bold, self.italic) for c in self.text) * self.size(size)
 
 
-def script_size(size: float) -> float:
-    """The font size of a sub- or superscript in a label of font size ``size``."""
-    return max(size * SUB_SCALE, SUB_MIN)
+def _group(src: str, k: int) -> tuple[str, int]:
+    """The script after ``_`` or ``^`` at ``src[k]``: a braced group (nested braces allowed) or one character."""
+    if src[k] != "{":
+        return src[k], k + 1
+    depth, j = 0, k
+    while j < len(src):
+        depth += {"{": 1, "}": -1}.get(src[j], 0)
+        if depth == 0:
+            return src[k + 1:j], j + 1
+        j += 1
+    raise ValueError(f"unbalanced braces in math label {src!r}")
 
 
-_MATH_TOKEN = re.compile(r"([_^])(\{[^}]*\}|.)|([A-Za-z\u0370-\u03ff])|([^A-Za-z\u0370-\u03ff_^]+)")
-
-
-def _math_runs(src: str, bold: bool) -> list[Run]:
-    runs = []
-    for m in _MATH_TOKEN.finditer(src):
-        if m.group(1):
-            body = m.group(2)[1:-1] if m.group(2).startswith("{") else m.group(2)
-            shift = -1 if m.group(1) == "_" else 1
-            for piece in _math_runs(body, bold):
-                runs.append(Run(piece.text, piece.family, piece.italic, bold, shift))
-        elif m.group(3):
-            runs.append(Run(m.group(3), "serif", True, bold))
-        else:
-            runs.append(Run(m.group(4), "serif", False, bold))
+def _math_runs(src: str, bold: bool, rise: float = 0.0, depth: int = 0) -> list[Run]:
+    """Letters italic, everything else upright, both serif; ``_x`` and ``^x`` one script level down or up."""
+    runs, k = [], 0
+    while k < len(src):
+        ch = src[k]
+        if src.startswith("\\op{", k):                               # an upright name: \op{lse}
+            body, k = _group(src, k + 3)
+            runs.append(Run(body, "serif", False, bold, rise, depth))
+            continue
+        if ch in "_^" and k + 1 < len(src):
+            body, k = _group(src, k + 1)
+            step = SUB_SHIFT * SUB_SCALE ** depth
+            runs.extend(_math_runs(body, bold, rise + (step if ch == "^" else -step), depth + 1))
+            continue
+        if unicodedata.combining(ch) and runs:                       # q̃: the mark stays with its letter
+            last = runs[-1]
+            runs[-1] = Run(last.text + ch, last.family, last.italic, last.bold, last.rise, last.depth)
+            k += 1
+            continue
+        letter = ch.isalpha() and not is_wide(ch) and not ("\u0391" <= ch <= "\u03a9")   # capital Greek: upright
+        runs.append(Run(ch, "serif", letter, bold, rise, depth))
+        k += 1
     return runs
 
 
@@ -121,9 +142,10 @@ def parse(label: str, bold: bool = False) -> list[Run]:
 def _merge(runs: list[Run]) -> list[Run]:
     out: list[Run] = []
     for r in runs:
-        if out and (out[-1].family, out[-1].italic, out[-1].bold, out[-1].shift) == (r.family, r.italic, r.bold,
-                                                                                        r.shift):
-            out[-1] = Run(out[-1].text + r.text, r.family, r.italic, r.bold, r.shift)
+        last = out[-1] if out else None
+        if last and (last.family, last.italic, last.bold, last.rise, last.depth) == (r.family, r.italic, r.bold,
+                                                                                     r.rise, r.depth):
+            out[-1] = Run(last.text + r.text, r.family, r.italic, r.bold, r.rise, r.depth)
         else:
             out.append(r)
     return out
@@ -141,24 +163,29 @@ def plain(label: str) -> str:
 
 def smallest_size(label: str, size: float) -> float:
     """The smallest font size used in the label (its sub- and superscripts are smaller)."""
-    return min(size, script_size(size)) if any(r.shift for r in parse(label)) else size
+    return min(r.size(size) for r in parse(label))
 
 
 def tspans(label: str, size: float, bold: bool = False) -> str:
     """The label as SVG ``<tspan>`` elements (relative baseline shifts, so ``text-anchor`` still centres)."""
-    out, level = [], 0
+    out, rise = [], 0.0
     for r in parse(label, bold):
         attrs = []
         if r.family == "serif":
             attrs.append(f'font-family="{SERIF}"')
         if r.italic:
             attrs.append('font-style="italic"')
-        if r.shift != level:
-            dy = (level - r.shift) * SUB_SHIFT * size            # SVG's y grows downwards
-            attrs.append(f'dy="{dy:.2f}"')
-            level = r.shift
-        if r.shift:
-            attrs.append(f'font-size="{script_size(size):.1f}"')
+        if r.rise != rise:
+            attrs.append(f'dy="{(rise - r.rise) * size:.2f}"')         # SVG's y grows downwards
+            rise = r.rise
+        if r.depth:
+            attrs.append(f'font-size="{r.size(size):.1f}"')
         text = html.escape(r.text, quote=False)
         out.append(f'<tspan {" ".join(attrs)}>{text}</tspan>' if attrs else text)
     return "".join(out)
+
+
+def extent(label: str) -> tuple[float, float]:
+    """How far the label's scripts reach above and below its baseline text, in ems (0, 0 without scripts)."""
+    runs = parse(label)
+    return max([0.0] + [r.rise for r in runs]), max([0.0] + [-r.rise for r in runs])

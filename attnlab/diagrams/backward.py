@@ -48,16 +48,16 @@ def backward_graph() -> Diagram:
             "Q": _node(c, fx - 62, rows[0], 104, "$Q$", "$T × d_k$", QUERY),
             "K": _node(c, fx + 62, rows[0], 104, "$K$", "$S × d_k$", KEY),
             "U": _node(c, fx, rows[1], 190, "$U = QK^⊤/√d_k$", "$T × S$", SCORE),
-            "A": _node(c, fx, rows[2], 190, "$A = $" + _("softmax") + "$(U)$", "$T × S$", SCORE),
+            "A": _node(c, fx, rows[2], 190, r"$A = \op{softmax}(U)$", "$T × S$", SCORE),
             "V": _node(c, fx - 96, rows[3], 90, "$V$", "$S × d_v$", VALUE),
             "O": _node(c, fx + 50, rows[3], 130, "$O = AV$", "$T × d_v$", OUTPUT),
             "L": _node(c, fx + 50, rows[4], 130, "$L$", _("a number"), INPUT),
         }
         bwd = {
-            "Q": _node(c, bx - 86, rows[0], 164, "$dQ = dU\\,K/√d_k$", "$T × d_k$", GRADIENT),
+            "Q": _node(c, bx - 86, rows[0], 164, r"$dQ = dU\,K/√d_k$", "$T × d_k$", GRADIENT),
             "K": _node(c, bx + 86, rows[0], 164, "$dK = dU^⊤Q/√d_k$", "$S × d_k$", GRADIENT),
             "U": _node(c, bx, rows[1], 206, "$dU = A ∘ (dA − δ)$", "$T × S$", GRADIENT),
-            "A": _node(c, bx, rows[2], 206, "$dA = dO\\,V^⊤$", "$T × S$", GRADIENT),
+            "A": _node(c, bx, rows[2], 206, r"$dA = dO\,V^⊤$", "$T × S$", GRADIENT),
             "V": _node(c, bx - 96, rows[3], 130, "$dV = A^⊤dO$", "$S × d_v$", GRADIENT),
             "O": _node(c, bx + 76, rows[3], 130, "$dO = ∂L/∂O$", "$T × d_v$", GRADIENT),
         }
@@ -84,7 +84,7 @@ def backward_graph() -> Diagram:
             c.line(fwd[key].right + 4, rows[1 if key == "U" else 2], bwd[key].x - 4, rows[1 if key == "U" else 2],
                    stroke=FAINT, sw=1.2, dash="2 4")
         c.text(fx, 484, _("forward: each step uses the values above it"), size=SMALL, color=MUTED)
-        c.text(bx, 464, "$δ = $" + _("rowsum") + "$(A ∘ dA)$", size=MATH, color=GRADIENT.text)
+        c.text(bx, 464, r"$δ = \op{rowsum}(A ∘ dA)$", size=MATH, color=GRADIENT.text)
         c.text(bx, 492, _("backward: each step uses the gradient below it"), size=SMALL, color=MUTED)
         return c
 
