@@ -105,6 +105,7 @@ class Canvas:
     parts: list[str] = field(default_factory=list)
     texts: list[Placed] = field(default_factory=list)
     shapes: list[Rect] = field(default_factory=list)      # filled rectangles: free text must not cover them
+    arrows: list[tuple] = field(default_factory=list)     # (start, end, colour) of every arrow drawn
 
     # --- text -------------------------------------------------------------------------------
     def text(self, x, y, label: str, size: float = TEXT, anchor: str = "middle", color: str = INK,
@@ -179,6 +180,7 @@ class Canvas:
     def arrow(self, points, color=MUTED, sw=1.6, dash=None, head=9.0, both=False):
         """A polyline through ``points`` with a filled head at the end (and the start, if ``both``)."""
         pts = [tuple(map(float, p)) for p in points]
+        self.arrows.append((pts[0], pts[-1], color))
         trimmed = list(pts)
         trimmed[-1] = self._head(pts[-2], pts[-1], color, head)
         if both:

@@ -1,7 +1,7 @@
 """(d) Attention forward and backward as one computational graph: values down the left, gradients up the right."""
 from __future__ import annotations
 
-from ..i18n import _
+from ..i18n import N_, _
 from ._draw import (
     FAINT,
     GRADIENT,
@@ -20,11 +20,11 @@ from ._draw import (
     Rect,
 )
 
-ALT = ("The computational graph of attention. Forward, on the left: Q and K give the scaled scores U, the softmax "
-       "gives the weights A, A times V gives the output O, and O gives the loss L. Backward, on the right, each "
-       "gradient has the shape of its value: dO from the loss, dA = dO V transposed and dV = A transposed dO, "
-       "dU = A times (dA minus delta) entry by entry, with delta the row sums of A times dA, then dQ = dU K over "
-       "the square root of d_k and dK = dU transposed Q over the square root of d_k.")
+ALT = N_("The computational graph of attention. Forward, on the left: Q and K give the scaled scores U, the softmax "
+          "gives the weights A, A times V gives the output O, and O gives the loss L. Backward, on the right, each "
+          "gradient has the shape of its value: dO from the loss, dA = dO V transposed and dV = A transposed dO, "
+          "dU = A times (dA minus delta) entry by entry, with delta the row sums of A times dA, then dQ = dU K over "
+          "the square root of d_k and dK = dU transposed Q over the square root of d_k.")
 
 
 def _node(c: Canvas, cx, cy, w, formula, shape, role) -> Rect:

@@ -1,13 +1,13 @@
 """(a) Where attention sits: one decoder block on the residual stream (pre-norm, decoder-only)."""
 from __future__ import annotations
 
-from ..i18n import _
+from ..i18n import N_, _
 from ._draw import INPUT, MUTED, QUERY, SMALL, VALUE, Canvas, Diagram
 
-ALT = ("One decoder block of a Transformer. The residual stream carries one vector per token from left to right. "
-       "Two branches leave it and are added back: a norm followed by causal self-attention, the only step where "
-       "tokens read each other, and a norm followed by an MLP, which works on each token alone. A model stacks "
-       "many such blocks.")
+ALT = N_("One decoder block of a Transformer. The residual stream carries one vector per token from left to right. "
+          "Two branches leave it and are added back: a norm followed by causal self-attention, the only step where "
+          "tokens read each other, and a norm followed by an MLP, which works on each token alone. A model stacks "
+          "many such blocks.")
 
 
 def transformer_block() -> Diagram:

@@ -1,14 +1,14 @@
 """(h) One decoding step reading the KV cache; (l) split-KV decoding, merged by log-sum-exp."""
 from __future__ import annotations
 
-from ..i18n import _
+from ..i18n import N_, _
 from ._draw import KEY, MATH, MUTED, OUTPUT, QUERY, SCORE, SMALL, VALUE, Canvas, Diagram, Rect
 
-STEP_ALT = ("One decoding step with a KV cache, on the sentence {sentence}: the new token {token} at position {t} "
-            "makes a query, a key and a value; its key and value are appended to the cached keys and values of "
-            "the earlier tokens; its query is scored against every cached key, the scores go through a softmax "
-            "(weights {weights}), and the weighted sum of the cached values is its output. No mask is needed: the "
-            "cache holds no future token.")
+STEP_ALT = N_("One decoding step with a KV cache, on the sentence {sentence}: the new token {token} at position {t} "
+               "makes a query, a key and a value; its key and value are appended to the cached keys and values of "
+               "the earlier tokens; its query is scored against every cached key, the scores go through a softmax "
+               "(weights {weights}), and the weighted sum of the cached values is its output. No mask is needed: the "
+               "cache holds no future token.")
 
 
 def _num(x: float) -> str:
@@ -87,11 +87,11 @@ def decode_step(step: int = 2, head=None) -> Diagram:
 
 
 
-SPLIT_ALT = ("Split-KV decoding: the cache of one query's {S} keys and values is cut into {n} chunks that are "
-             "processed in parallel. Each chunk c gives a partial result: the maximum m_c and sum ℓ_c of its "
-             "exponentiated scores and its own normalised output o_c, summarised as lse_c = m_c + log ℓ_c. The "
-             "partials are merged by log-sum-exp: lse = log of the sum of e to the lse_c, and the output is the "
-             "sum of e to the (lse_c minus lse) times o_c, exactly the attention over all keys.")
+SPLIT_ALT = N_("Split-KV decoding: the cache of one query's {S} keys and values is cut into {n} chunks that are "
+                "processed in parallel. Each chunk c gives a partial result: the maximum m_c and sum ℓ_c of its "
+                "exponentiated scores and its own normalised output o_c, summarised as lse_c = m_c + log ℓ_c. The "
+                "partials are merged by log-sum-exp: lse = log of the sum of e to the lse_c, and the output is the "
+                "sum of e to the (lse_c minus lse) times o_c, exactly the attention over all keys.")
 
 
 def split_kv(n_splits: int = 3, S: int = 12) -> Diagram:

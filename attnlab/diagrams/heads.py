@@ -8,10 +8,10 @@ from ._draw import INPUT, KEY, MUTED, OUTPUT, QUERY, SMALL, VALUE, Canvas, Diagr
 HEADS = (Role("#805ad5", "#faf5ff", "#e9d8fd", "#553c9a"), Role("#d53f8c", "#fff5f7", "#fed7e2", "#97266d"),
          Role("#319795", "#e6fffa", "#b2f5ea", "#285e61"), Role("#d69e2e", "#fffff0", "#fefcbf", "#744210"))
 
-SPLIT_ALT = ("Splitting into {H} heads and merging them back: the queries Q = X W_Q, of shape T × H d_k, are "
-             "viewed as T × H × d_k and transposed to H × T × d_k, so that each head gets d_k = {d_k} of the "
-             "{d} features; each head attends on its own; the heads' outputs are transposed back and concatenated "
-             "into C, T × H d_v, and multiplied by W_O into the output Y, T × d.")
+SPLIT_ALT = N_("Splitting into {H} heads and merging them back: the queries Q = X W_Q, of shape T × H d_k, are "
+                "viewed as T × H × d_k and transposed to H × T × d_k, so that each head gets d_k = {d_k} of the "
+                "{d} features; each head attends on its own; the heads' outputs are transposed back and concatenated "
+                "into C, T × H d_v, and multiplied by W_O into the output Y, T × d.")
 
 
 def head_split(n_heads: int = 2, d_model: int = 4, T: int = 4) -> Diagram:
@@ -64,10 +64,10 @@ def head_split(n_heads: int = 2, d_model: int = 4, T: int = 4) -> Diagram:
     return Diagram("diag-head-split", SPLIT_ALT, draw, {"H": n_heads, "d_k": d_k, "d": d_model})
 
 
-SHARING_ALT = ("Query heads sharing key and value heads, with {H} query heads: multi-head attention gives every "
-               "query head its own key/value head, grouped-query attention lets a group of query heads share one "
-               "({groups}), and multi-query attention lets all of them share a single one. Query head h reads "
-               "key/value head h divided by the group size, rounded down; the cache holds only the key/value heads.")
+SHARING_ALT = N_("Query heads sharing key and value heads, with {H} query heads: multi-head attention gives every "
+                  "query head its own key/value head, grouped-query attention lets a group of query heads share one "
+                  "({groups}), and multi-query attention lets all of them share a single one. Query head h reads "
+                  "key/value head h divided by the group size, rounded down; the cache holds only the key/value heads.")
 KINDS = {"mha": N_("MHA: multi-head"), "gqa": N_("GQA: grouped-query"), "mqa": N_("MQA: multi-query")}
 
 

@@ -1,15 +1,15 @@
 """(j) Multi-head latent attention: the latent cache, and W_UK absorbed into the query, W_UV into W_O."""
 from __future__ import annotations
 
-from ..i18n import _
+from ..i18n import N_, _
 from ._draw import FAINT, KEY, MATH, MUTED, OUTPUT, QUERY, REGISTER, SCORE, SMALL, TEXT, VALUE, Canvas, Diagram
 
-ALT = ("Multi-head latent attention. Each token's input is compressed by W_DKV into one latent vector c of width "
-       "d_c, and only these latents are cached. Explicit path: every step rebuilds each head's keys C W_UK and "
-       "values C W_UV from the cache, attends, and applies W_O. Absorbed path: W_UK moves to the query side, "
-       "q W_UK transposed, which scores the latents directly; the weighted sum of latents is multiplied by the "
-       "product W_UV W_O, computed once. Both give the same output, because q (C W_UK) transposed equals "
-       "(q W_UK transposed) C transposed.")
+ALT = N_("Multi-head latent attention. Each token's input is compressed by W_DKV into one latent vector c of width "
+          "d_c, and only these latents are cached. Explicit path: every step rebuilds each head's keys C W_UK and "
+          "values C W_UV from the cache, attends, and applies W_O. Absorbed path: W_UK moves to the query side, "
+          "q W_UK transposed, which scores the latents directly; the weighted sum of latents is multiplied by the "
+          "product W_UV W_O, computed once. Both give the same output, because q (C W_UK) transposed equals "
+          "(q W_UK transposed) C transposed.")
 
 
 def mla_absorption() -> Diagram:

@@ -1,14 +1,14 @@
 """(i) A paged KV cache: fixed-size blocks anywhere in a pool, found through one block table per sequence."""
 from __future__ import annotations
 
-from ..i18n import _
+from ..i18n import N_, _
 from ._draw import FAINT, MUTED, SMALL, Canvas, Diagram
 from .heads import HEADS
 
-ALT = ("A paged KV cache with blocks of {b} positions. Sequence A has {la} tokens and sequence B {lb}; each is cut "
-       "into logical blocks, and its block table maps logical block k to a physical block of a shared pool, in "
-       "any order: A to {ta}, B to {tb}. Free blocks stay in the pool for whoever needs one; only a sequence's "
-       "last block can have unused slots.")
+ALT = N_("A paged KV cache with blocks of {b} positions. Sequence A has {la} tokens and sequence B {lb}; each is cut "
+          "into logical blocks, and its block table maps logical block k to a physical block of a shared pool, in "
+          "any order: A to {ta}, B to {tb}. Free blocks stay in the pool for whoever needs one; only a sequence's "
+          "last block can have unused slots.")
 
 
 def paged_cache(block_size: int = 4, lengths=(10, 6), tables=((5, 1, 6), (3, 0)), n_blocks: int = 8) -> Diagram:

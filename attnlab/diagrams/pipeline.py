@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import math
 
-from ..i18n import _
+from ..i18n import N_, _
 from ._draw import INPUT, KEY, MATH, MUTED, OUTPUT, QUERY, SCORE, SMALL, TEXT, VALUE, Canvas, Diagram, labelled_matrix
 
-ALT = ("The attention pipeline: the input X is multiplied by three projection matrices into queries Q, keys K "
-       "and values V; the scaled scores U = QK transposed over the square root of d_k go through a softmax along "
-       "each row to the weights A, and A times V gives the output O. Shapes: X {x}, Q {q}, K {k}, V {v}, U and A "
-       "{a}, O {o}.")
+ALT = N_("The attention pipeline: the input X is multiplied by three projection matrices into queries Q, keys K "
+          "and values V; the scaled scores U = QK transposed over the square root of d_k go through a softmax along "
+          "each row to the weights A, and A times V gives the output O. Shapes: X {x}, Q {q}, K {k}, V {v}, U and A "
+          "{a}, O {o}.")
 
 
 def _shape(symbols: str, numbers, two_lines: bool = False) -> str:

@@ -4,11 +4,11 @@ from __future__ import annotations
 import numpy as np
 
 from .. import masks
-from ..i18n import N_, _
+from ..i18n import N_, _, get_language
 from ._draw import KEY, MUTED, PAD_ROLE, QUERY, SMALL, TEXT, Canvas, Diagram
 
-ALT = ("Masks drawn as who may read whom, for the sentence {sentence}: each panel has the tokens twice, as "
-       "readers (queries) above and as the tokens read (keys) below, and an arrow for every allowed read. {panels}")
+ALT = N_("Masks drawn as who may read whom, for the sentence {sentence}: each panel has the tokens twice, as "
+          "readers (queries) above and as the tokens read (keys) below, and an arrow for every allowed read. {panels}")
 PANEL_ALT = {
     "full": N_("Without a mask every token reads every token."),
     "causal": N_("With the causal mask each token reads itself and the tokens before it."),
@@ -53,7 +53,8 @@ def who_reads_whom(kinds=("causal", "padding"), highlight: str | None = "she") -
     def alt_panels() -> str:
         words = dict(zip(ex.tokens, ex.words()))
         short = " ".join(words[w] for w in ex.padded_batch().tokens[1] if w != ex.PAD)
-        return " ".join(_(PANEL_ALT[k]).format(short=f"“{short}”") for k in kinds)
+        between = "" if get_language() == "zh_CN" else " "          # Chinese sentences follow without a space
+        return between.join(_(PANEL_ALT[k]).format(short=f"“{short}”") for k in kinds)
 
     def draw() -> Canvas:
         panel_w = 340 if len(kinds) <= 2 else 220

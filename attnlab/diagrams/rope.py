@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import math
 
-from ..i18n import _
+from ..i18n import N_, _
 from ._draw import FAINT, KEY, MUTED, QUERY, SCORE, SMALL, Canvas, Diagram
 
-ALT = ("Rotary position embedding on one pair of features, drawn as arrows in the plane. A query at position m is "
-       "turned by the angle m θ and a key at position n by n θ; in the left panel m = {m1} and n = {n1}, in the "
-       "right panel both positions are {shift} larger. The angle between the turned query and key is (n − m) θ "
-       "in both panels, so their dot product, the score, depends only on the distance n − m.")
+ALT = N_("Rotary position embedding on one pair of features, drawn as arrows in the plane. A query at position m is "
+          "turned by the angle m θ and a key at position n by n θ; in the left panel m = {m1} and n = {n1}, in the "
+          "right panel both positions are {shift} larger. The angle between the turned query and key is (n − m) θ "
+          "in both panels, so their dot product, the score, depends only on the distance n − m.")
 
 
 def _point(cx, cy, r, angle):

@@ -1,15 +1,15 @@
 """(g) The online softmax / FlashAttention schedule: blocks of the score matrix, running statistics, memory levels."""
 from __future__ import annotations
 
-from ..i18n import _
+from ..i18n import N_, _
 from ._draw import FAINT, INPUT, KEY, MATH, MUTED, OUTPUT, QUERY, REGISTER, SCORE, SMALL, SRAM, VALUE, Canvas, Diagram
 
-ALT = ("The schedule of exact attention by blocks, as in FlashAttention. The {nq} × {nk} grid of score blocks: "
-       "query block i (in parallel over i) loops over key blocks j, computing the tile U_ij in fast on-chip "
-       "memory (SRAM, shared memory) and updating a running maximum m, sum ℓ and output o kept in registers; "
-       "{skip}Q, K, V and O stay in the large, slow HBM: Q_i is loaded once, K_j and V_j once per step, and "
-       "O_i = o/ℓ is written once at the end. No T × S matrix is ever stored.")
-SKIP = "with the causal mask the blocks above the diagonal are skipped and the diagonal blocks are masked inside; "
+ALT = N_("The schedule of exact attention by blocks, as in FlashAttention. The {nq} × {nk} grid of score blocks: "
+          "query block i (in parallel over i) loops over key blocks j, computing the tile U_ij in fast on-chip "
+          "memory (SRAM, shared memory) and updating a running maximum m, sum ℓ and output o kept in registers; "
+          "{skip}Q, K, V and O stay in the large, slow HBM: Q_i is loaded once, K_j and V_j once per step, and "
+          "O_i = o/ℓ is written once at the end. No T × S matrix is ever stored.")
+SKIP = N_("with the causal mask the blocks above the diagonal are skipped and the diagonal blocks are masked inside; ")
 
 
 def _hatch(c: Canvas, x, y, w, h, step=7.0):
