@@ -50,7 +50,7 @@ def paged_cache(block_size: int = 4, lengths=(10, 6), tables=((5, 1, 6), (3, 0))
         for s, (table, role) in enumerate(zip(tables, colours)):
             for k, b in enumerate(table):
                 y = ty + row * 30 + s * 8
-                c.text(x0, y + 13, f"{'AB'[s]}, " + _("block {k}").format(k=k), anchor="start", size=SMALL,
+                c.text(x0, y + 13, _("{seq}, block {k}").format(seq="AB"[s], k=k), anchor="start", size=SMALL,
                        color=role.text)
                 c.arrow([(x0 + 112, y + 13), (x0 + 140, y + 13)], color=MUTED, sw=1.2, head=6)
                 e = c.box(x0 + 146, y, 40, 26, str(b), role, size=SMALL, bold=True)
