@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Callable
 
 from .. import i18n
-from ..plots import CAP_HEIGHT_EM, COLUMN_PX, MIN_TEXT_PX
+from ..plots import CAP_HEIGHT_EM, COLUMN_PX, KEY_COLOR, MIN_TEXT_PX, OUTPUT_COLOR, QUERY_COLOR, VALUE_COLOR
 from ._text import CENTRE_TO_BASELINE, SANS, SANS_ZH, extent, smallest_size, tspans, width
 
 TEXT = 15          # labels, px
@@ -44,11 +44,12 @@ class Role:
     text: str
 
 
-# Tailwind 1's palette, the one of attnlab.plots (ALLOWED_COLOR is blue 600, the output star red 600)
-QUERY = Role("#2b6cb0", "#ebf8ff", "#bee3f8", "#2c5282")
-KEY = Role("#dd6b20", "#fffaf0", "#feebc8", "#9c4221")
-VALUE = Role("#2f855a", "#f0fff4", "#c6f6d5", "#276749")
-OUTPUT = Role("#c53030", "#fff5f5", "#fed7d7", "#9b2c2c")
+# Tailwind 1's palette, the one of attnlab.plots: the roles' strokes are its colours, with light tints of
+# the same hue for fills and darker shades for text (WCAG AA, 4.5:1, on white and on the fills)
+QUERY = Role(QUERY_COLOR, "#ebf8ff", "#bee3f8", "#2c5282")
+KEY = Role(KEY_COLOR, "#fffaf0", "#feebc8", "#9c4221")
+VALUE = Role(VALUE_COLOR, "#f0fff4", "#c6f6d5", "#276749")
+OUTPUT = Role(OUTPUT_COLOR, "#fff5f5", "#fed7d7", "#9b2c2c")
 SCORE = Role("#6b46c1", "#faf5ff", "#e9d8fd", "#553c9a")
 INPUT = Role("#4a5568", "#f7fafc", "#e2e8f0", INK)
 GRADIENT = Role("#b83280", "#fff5f7", "#fed7e2", "#97266d")

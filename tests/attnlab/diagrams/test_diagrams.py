@@ -57,6 +57,27 @@ def test_chinese_pictures_have_chinese_labels(label):
         assert not words, f"{label}: English left in {t.label!r}"
 
 
+def _contrast(a: str, b: str) -> float:
+    """WCAG 2.1 contrast ratio of two colours #rrggbb."""
+    def luminance(colour):
+        c = [int(colour[k:k + 2], 16) / 255 for k in (1, 3, 5)]
+        c = [x / 12.92 if x <= 0.03928 else ((x + 0.055) / 1.055) ** 2.4 for x in c]
+        return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2]
+    hi, lo = sorted((luminance(a), luminance(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def test_text_colours_have_aa_contrast_on_every_background():
+    from attnlab.diagrams import _draw
+    from attnlab.diagrams.heads import HEADS
+    roles = [getattr(_draw, n) for n in ("QUERY", "KEY", "VALUE", "OUTPUT", "SCORE", "INPUT", "GRADIENT", "SRAM",
+                                         "REGISTER", "PAD_ROLE")] + list(HEADS)
+    for role in roles:
+        for background in ("#ffffff", role.fill, role.cell):
+            for text in (role.text, _draw.MUTED, _draw.INK):
+                assert _contrast(text, background) >= 4.5, (text, background)
+
+
 def test_measured_widths_match_matplotlib():
     # an independent measure: matplotlib lays out the same DejaVu Sans text
     from matplotlib.font_manager import FontProperties
