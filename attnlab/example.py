@@ -159,9 +159,10 @@ def qkv(head=PRONOUN, exact: bool = False):
 
 def scores(head=PRONOUN, scaled: bool = True, exact: bool = False):
     """(T, T) scores ``Q K^T``, divided by ``sqrt(d_k)`` unless ``scaled=False``."""
-    Q, K, _V = qkv(head, exact=True)
-    S = Q * K.T / (sp.sqrt(d_k) if scaled else 1)      # (T, T)
-    return S if exact else _frozen(_exact.to_float(S))
+    Q, K, _V = qkv(head, exact=exact)
+    if exact:
+        return Q * K.T / (sp.sqrt(d_k) if scaled else 1)      # (T, T)
+    return _frozen(Q @ K.T / (np.sqrt(d_k) if scaled else 1.0))
 
 
 def causal_allowed() -> np.ndarray:
@@ -184,7 +185,8 @@ def attention(head=PRONOUN, causal: bool = False, exact: bool = False):
 def layer(causal: bool = False, exact: bool = False):
     """Both heads as one multi-head layer: (Y (T, d_model), A (n_heads, T, T)).
 
-    Y = concat(O_0, O_1) @ W_O; float64 through ``al.multi_head_attention``, exact head by head.
+    Y = concat(O_0, O_1) @ W_O; float64 through ``al.multi_head_attention``; exact head by head, with
+    A a list of the heads' SymPy weight matrices.
     """
     if not exact:
         return _multi_head_attention(X, X, W_Q, W_K, W_V, W_O, n_heads,
@@ -198,9 +200,9 @@ def layer(causal: bool = False, exact: bool = False):
 class PaddedBatch:
     """The example batched with a shorter sentence, "she won", padded to T with zero embeddings.
 
-    ``X`` (B, T, d_model) with B = 2; ``lengths`` (2,) = (4, 2); ``tokens`` with ``PAD`` in the
-    padding slots; ``allowed`` (B, 1, T) key-padding mask (``al.masks.padding``), True = real key;
-    ``query_valid`` (B, T), False for a padding query.
+    ``X`` (B, T, d_model) with B = 2 (exact: a list of two SymPy matrices); ``lengths`` (2,) = (4, 2);
+    ``tokens`` with ``PAD`` in the padding slots; ``allowed`` (B, 1, T) key-padding mask
+    (``al.masks.padding``), True = real key; ``query_valid`` (B, T), False for a padding query.
     """
 
     X: object

@@ -10,6 +10,7 @@ import pytest
 import attnlab as al
 from attnlab import diagrams as D
 from attnlab import example as ex
+from tests.checks.test_result import _contrast  # WCAG 2 contrast ratio, as the checkers' notes are tested
 
 NS = "{http://www.w3.org/2000/svg}"
 LANGS = ("en", "zh_CN")
@@ -55,16 +56,6 @@ def test_chinese_pictures_have_chinese_labels(label):
         prose = re.sub(r"(?<!\\)\$.*?(?<!\\)\$", "", t.label)                     # math stays as it is
         words = set(re.findall(r"[A-Za-z]{3,}", prose)) - KEPT
         assert not words, f"{label}: English left in {t.label!r}"
-
-
-def _contrast(a: str, b: str) -> float:
-    """WCAG 2.1 contrast ratio of two colours #rrggbb."""
-    def luminance(colour):
-        c = [int(colour[k:k + 2], 16) / 255 for k in (1, 3, 5)]
-        c = [x / 12.92 if x <= 0.03928 else ((x + 0.055) / 1.055) ** 2.4 for x in c]
-        return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2]
-    hi, lo = sorted((luminance(a), luminance(b)), reverse=True)
-    return (hi + 0.05) / (lo + 0.05)
 
 
 def test_text_colours_have_aa_contrast_on_every_background():
