@@ -20,6 +20,12 @@ from .i18n import N_, _, get_language
 
 ALLOWED_COLOR = "#2b6cb0"
 FORBIDDEN_COLOR = "#edf2f7"
+# The colours of the roles, shared with the drawn diagrams (attnlab.diagrams): a plot that shows queries,
+# keys, values or outputs uses these, so that a figure and a diagram of the same page agree
+QUERY_COLOR = ALLOWED_COLOR
+KEY_COLOR = "#dd6b20"
+VALUE_COLOR = "#2f855a"
+OUTPUT_COLOR = "#c53030"        # the output star of convex_picture
 FIGURE_DPI = 110         # pixels per inch of the PNGs in the book
 COLUMN_PX = 720          # width of the book's text column at a 1280 px window (tests/test_browser.py measures it)
 MIN_TEXT_PX = 9.0        # the smallest text a reader may see there: height of its capitals and digits, CSS px
@@ -288,7 +294,7 @@ def convex_picture(ax, values, weights, allowed=None, labels=None, title=None):
         ax.scatter(v[~ok, 0], v[~ok, 1], s=60, facecolors="none", edgecolors="gray", zorder=3,
                    label=_("forbidden values"))
     out = w @ v
-    ax.scatter([out[0]], [out[1]], marker="*", s=220, color="#c53030", zorder=4, label=_("output"))
+    ax.scatter([out[0]], [out[1]], marker="*", s=220, color=OUTPUT_COLOR, zorder=4, label=_("output"))
     for j, p in enumerate(v):
         ax.annotate(labels[j] if labels is not None else f"$v_{{{j + 1}}}$", p, textcoords="offset points",
                     xytext=(6, 6))
