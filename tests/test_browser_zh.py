@@ -7,8 +7,9 @@ from __future__ import annotations
 import re
 
 import pytest
-from browser_support import require_book
 from test_browser import PAGES, ZH, ZH_PAGES, open_page, site  # noqa: F401  (site is a fixture)
+
+from tests.browser_support import require_book
 
 pytestmark = pytest.mark.browser
 CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
