@@ -8,13 +8,15 @@ to the other, in this order:
 1. the text is a message itself;
 2. it is a message padded with spaces (``f"{'mean s^2':>9}"``): translated, padded to the same
    width, counting a wide (CJK) character as two columns;
-3. it matches a template: each literal part of the template must be there (a run of spaces may be
-   any run of white space, so that ``textwrap.fill`` may have broken it), each field captures what
-   stands in its place (at least its width, if it has one). The translation's fields get the same
+3. it matches a template: each literal part of the template must be there (in a sentence, a run of
+   spaces may be any run of white space, so that ``textwrap.fill`` may have broken it), each field
+   captures what stands in its place (exactly its width, if it has one: a label padded to it, or a
+   number formatted to it; a longer value is not found). The translation's fields get the same
    captures; a capture that is itself a message (a label a loop put into the f-string) is
    translated too and padded to its field's width. The most specific template wins: the one with
    the most literal text, then the most widths;
-4. several lines: each line on its own.
+4. a row of a Markdown table (``| a | b |``): each cell on its own, as a message;
+5. several lines: each line on its own.
 
 Anything else is returned as it is: numbers, arrays, code, text no page wrote.
 """
@@ -28,6 +30,7 @@ from dataclasses import dataclass
 _FORMATTER = string.Formatter()
 _WIDTH = re.compile(r"^(?:.?[<>=^])?[-+ ]?z?#?0?(\d+)")
 _ALIGN = re.compile(r"^.?([<>=^])")
+_SPEC = re.compile(r"(?:.?[<>=^])?[-+ ]?z?#?0?\d*[_,]?(?:\.\d+)?[bcdeEfFgGnosxX%]?|.*\{.*\}.*")
 
 
 def display_width(text: str) -> int:
@@ -75,17 +78,22 @@ class Template:
         parsed, target = _parse(message), _parse(translation)
         if not parsed or not target or all(key is None for _, key, _ in parsed):
             return None
+        literals = "".join(literal for literal, _, _ in parsed)
+        anchors = tuple(literals.split())
         pattern, keys, widths = [], [], 0
         for literal, key, spec in parsed:
-            pattern.append(_literal_pattern(literal))
+            # a run of spaces in a sentence may have been wrapped (textwrap); a table's layout is exact
+            pattern.append(_literal_pattern(literal) if anchors else re.escape(literal))
             if key is not None:
                 width = _WIDTH.match(spec)
                 widths += width is not None
-                pattern.append(f"(.{{{width.group(1)},}}?)" if width else "(.*?)")
+                pattern.append(f"(.{{{width.group(1)}}})" if width else "(.*?)")   # padded to exactly its width
                 keys.append(key)
-        literals = "".join(literal for literal, _, _ in parsed)
-        anchors = tuple(literals.split())
-        if not anchors and widths < len(keys):     # fields alone, some of any length: it would match anything
+        specs = [spec for _, key, spec in parsed if key is not None]
+        if not all(_SPEC.fullmatch(spec) for spec in specs):    # not a format string after all ("{x[':']}")
+            return None
+        placed = all(_WIDTH.match(spec) for spec in specs[:-1])    # a layout: every field but the last has a width
+        if not anchors and not (widths and placed):                 # else it would match anything
             return None
         return cls(re.compile("".join(pattern), re.S), tuple(keys), tuple(target),
                    len("".join(anchors)), widths, anchors, message == translation)
@@ -139,6 +147,11 @@ class Index:
             return pad(translated, width, ">")
         return pad(lead + translated, width, "<")
 
+    def _cell(self, cell: str) -> str:
+        core = cell.strip()
+        hit = self.messages.get(core) if core else None
+        return cell if hit is None else cell.replace(core, hit, 1)
+
     def translate(self, text: str) -> str:
         """``text`` in the catalog's language, or ``text`` itself (see the module's docstring)."""
         hit = self.message(text)
@@ -150,4 +163,7 @@ class Index:
                 return filled
         if "\n" in text:
             return "\n".join(self.translate(line) if line.strip() else line for line in text.split("\n"))
+        if text.startswith("|") and text.endswith("|") and text.count("|") > 2:
+            cells = text[1:-1].split("|")
+            return "|" + "|".join(self._cell(c) for c in cells) + "|"
         return text

@@ -126,10 +126,10 @@ class _Translated(Formatter):
         self.inner.set_axis(axis)
 
     def __call__(self, x, pos=None):
-        return page_text(self.inner(x, pos))
+        return shown(self.inner(x, pos))
 
-    def format_ticks(self, values):
-        return [page_text(label) for label in self.inner.format_ticks(values)]
+    def format_ticks(self, values):           # a fixed formatter's labels need not be strings
+        return [shown(label) for label in self.inner.format_ticks(values)]
 
     def set_locs(self, locs):
         self.inner.set_locs(locs)

@@ -18,9 +18,12 @@ class Flow:
         self.outer = outer
         self.bindings: dict[str, list] = {}        # name: [(line, value(seen))], values read lazily
         self.appended: dict[str, list] = {}        # name: [expression appended to it]
+        self.items: dict[str, list] = {}           # name: [(key, value)] of ``name[key] = value``
         for node in ast.walk(tree):
             if isinstance(node, ast.Assign):
                 for target in node.targets:
+                    if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+                        self.items.setdefault(target.value.id, []).append((target.slice, node.value))
                     self._bind(target, node.lineno, lambda seen, v=node.value: [v])
             elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
                 self._bind(node.target, node.lineno, lambda seen, v=node.value: [v])
@@ -53,15 +56,18 @@ class Flow:
         return []
 
     def _elsewhere(self, name: ast.Name) -> bool:
-        return name.id not in self.bindings and name.id not in self.appended and self.outer is not None
+        return (name.id not in self.bindings and name.id not in self.appended and name.id not in self.items
+                and self.outer is not None)
 
     def resolve(self, name: ast.Name, seen=frozenset()) -> list:
         """The shapes ``name`` may hold where it is used: its latest binding above, else any of the cell's."""
         if self._elsewhere(name):
             return self.outer.resolve(name, seen)
-        if name.id in seen:
-            return []
+        if name.id in seen:        # a cycle: a name this cell rebinds, used in an earlier cell's expression
+            return self.outer.resolve(name) if self.outer is not None else []
         sites = self.bindings.get(name.id, [])
+        if not sites and self.outer is not None:      # appended to or filled here, bound in an earlier cell
+            return self.outer.resolve(name, seen)
         above = [line for line, _ in sites if line <= name.lineno]
         chosen = [value for line, value in sites if not above or line == max(above)]
         return [shape for value in chosen for shape in value(seen | {name.id})]
@@ -93,6 +99,9 @@ class Flow:
                 return {"items": [(keys, values)], "keys": keys, "values": values}[func.attr]
         if isinstance(node, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
             return [node.elt]
+        if isinstance(node, ast.Subscript):                   # rows[32]: iterate one of the dict's values
+            _keys, values = self.dict_of(node.value, seen)
+            return [e for value in values for e in self.element(value, seen)]
         return []
 
     def dict_of(self, node, seen=frozenset()) -> tuple[list, list]:
@@ -114,5 +123,8 @@ class Flow:
                     k, v = self.dict_of(shape, seen | {node.id})
                     keys += k
                     values += v
+            for key, value in self.items.get(node.id, []):      # d[key] = value
+                keys.append(key)
+                values.append(value)
             return keys, values
         return [], []

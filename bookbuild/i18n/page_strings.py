@@ -64,7 +64,11 @@ NOT_LANGUAGE = {
     "GPT-2 small", "GPT-2 medium", "GPT-2 large", "GPT-2 XL", "Transformer base (2017)", "Transformer big (2017)",
     "Llama 2 7B", "Llama 2 70B", "Mistral 7B", "Gemma 7B", "Gemma 2 9B", "DeepSeek 67B", "DeepSeek-V2",
     "flash", "cudnn", "math", "memory-efficient", "softmax(scores) @ values =", "EmptyVisibilityError: {err}",
+    "view             (B, T, H, d_k)", "reshape          (B, T, H*d_v)", "tr(CqCk)",
 }
+# Strings a page shows that come from the machine rather than from its code (a table of the processor's
+# caches names their types as Linux does): in the catalog all the same.
+DATA_STRINGS = {"Data", "Instruction", "Unified"}
 _NOT_WORDS = re.compile(r"\$[^$]*\$|\{[^{}]*\}|`[^`]*`|\w+(?:[._]\w+)+|\b\w+\(")   # math, fields, code, names
 _WORD = re.compile(r"[A-Za-z]+")
 
@@ -114,10 +118,27 @@ class Shown:
 
 
 class Cell:
-    """The shown strings of one cell, its names followed through ``flow``."""
+    """The shown strings of one cell, its names followed through ``flow``; ``printers`` are the page's
+    own functions that show an argument (``def shape(name, t): print(f"{name:<34} ...")``), by the
+    indexes and names of their parameters that reach a sink."""
 
-    def __init__(self, tree: ast.AST, flow: Flow):
+    def __init__(self, tree: ast.AST, flow: Flow, printers: dict | None = None):
         self.tree, self.flow = tree, flow
+        self.printers = {} if printers is None else printers
+        self.layouts: list[Shown] = []     # the formats of the page's printers, whose fields show their arguments
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef):
+                params = [a.arg for a in node.args.args]
+                inside = ast.Module(body=node.body, type_ignores=[])
+                body = Cell(inside, Flow(inside), self.printers)
+                sinks = body.sink_arguments()
+                used = {n.id for arg in sinks for n in ast.walk(arg) if isinstance(n, ast.Name)}
+                shown = [(i, name) for i, name in enumerate(params) if name in used]
+                if shown:
+                    self.printers[node.name] = shown
+                    self.layouts += [Shown(template(arg), arg.lineno, template=True,
+                                           layout=not is_language(_literal_text(template(arg))))
+                                     for arg in sinks if isinstance(arg, ast.JoinedStr)]
 
     def shown(self, node: ast.AST, seen=frozenset()) -> list[Shown]:
         """The messages ``node`` may show: its literals, its f-strings as templates, through names."""
@@ -136,8 +157,10 @@ class Cell:
         if isinstance(node, ast.Starred):
             return self.shown(node.value, seen)
         if isinstance(node, ast.Name):
-            if node.id in seen:
-                return []
+            if node.id in seen:             # a cycle: an earlier cell's name that this cell rebinds
+                outer = self.flow.outer
+                return [] if outer is None else [s for shape in outer.resolve(node) if isinstance(shape, ast.AST)
+                                                 for s in Cell(self.tree, outer, self.printers).shown(shape)]
             found = [s for shape in self.flow.resolve(node, seen) for s in self._shape(shape, seen | {node.id})]
             return found + self.element_shown(node, seen | {node.id}) if self._appended(node) else found
         if isinstance(node, ast.Subscript):              # labels[j], legend[kind]: an element, a dict's value
@@ -156,7 +179,8 @@ class Cell:
 
     def _appended(self, node: ast.Name) -> bool:
         flow = self.flow
-        while flow is not None and node.id not in flow.bindings and node.id not in flow.appended:
+        while flow is not None and node.id not in flow.bindings and node.id not in flow.appended \
+                and node.id not in flow.items:
             flow = flow.outer
         return flow is not None and node.id in flow.appended
 
@@ -214,6 +238,8 @@ class Cell:
             if name == "glue" and isinstance(node.func, ast.Attribute) and len(node.args) > 1:
                 found.append(node.args[1])                        # al.display.glue(name, text)
             found += [k.value for k in node.keywords if k.arg in FIGURE_KEYWORDS]
+            for index, param in self.printers.get(name, []):
+                found += node.args[index:index + 1] + [k.value for k in node.keywords if k.arg == param]
         return found
 
     def table_labels(self) -> list[ast.AST]:
@@ -237,13 +263,13 @@ class Cell:
                 found += [t.slice for t in node.targets if isinstance(t, ast.Subscript)]
         return [item for node in found
                 for item in (node.elts if isinstance(node, (ast.List, ast.Tuple)) else [node])
-                if isinstance(item, ast.Constant)]
+                if isinstance(item, (ast.Constant, ast.JoinedStr, ast.Name))]
 
     def _rows(self, node, seen=frozenset()) -> list[ast.AST]:
         """The keys and string values of the dicts a table is built from, through names and appends."""
         if isinstance(node, ast.Dict):
             return [k for k in node.keys if k is not None] + [
-                v for v in node.values if isinstance(v, ast.Constant)] + [
+                v for v in node.values if isinstance(v, (ast.Constant, ast.Name))] + [
                 piece for v in node.values if isinstance(v, ast.Dict) for piece in self._rows(v, seen)]
         if isinstance(node, (ast.List, ast.Tuple)):
             return [piece for e in node.elts for piece in self._rows(e, seen)]
@@ -265,11 +291,12 @@ def _shows_tables(cell) -> bool:
 
 def page_strings(page: Path) -> list[Shown]:
     """The messages and templates ``page`` shows, with their lines in the page, in order."""
-    cells, found = code_cells(page), []
+    cells, found, printers = code_cells(page), [], {}
     earlier = ""                                     # the earlier cells, at their lines of the page
     for cell in cells:
         tree = ast.parse("\n" * (cell.line - 1) + cell.source, filename=str(page))
-        scan = Cell(tree, Flow(tree, outer=Flow(ast.parse(earlier)) if earlier else None))
+        scan = Cell(tree, Flow(tree, outer=Flow(ast.parse(earlier)) if earlier else None), printers)
+        found += scan.layouts
         for arg in scan.sink_arguments():
             found += scan.shown(arg)
         if _shows_tables(cell):

@@ -88,6 +88,7 @@ def test_every_text_of_a_figure_is_translated_when_it_is_drawn(chinese):
     ax.plot([0, 1], [0, 1], label=label)
     ax.set_title(title)
     ax.set_xticks([0, 1], [tick, "0.5"])
+    ax.set_yticks([0, 1], [0, 1])                          # labels that are not strings
     ax.legend()
     ax.annotate(title, (0.5, 0.5))
     edge.translate_figure(fig)

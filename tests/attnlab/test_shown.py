@@ -67,6 +67,11 @@ def test_text_wrapped_by_textwrap_still_matches_and_lines_are_tried_one_by_one(i
     assert index.translate("a first line 7\nand a second") == "第一行 7\n第二行"
 
 
+def test_a_markdown_table_row_is_translated_cell_by_cell(index):
+    assert index.translate("| no mask | 3.5 | passes |") == "| 无掩码 | 3.5 | 通过 |"
+    assert index.translate("|---|---:|") == "|---|---:|"
+
+
 def test_a_wide_character_counts_two_columns():
     assert display_width("无掩码 ab") == 9
     assert pad("无", 4, ">") == "  无" and pad("无", 4, "^") == " 无 " and pad("无", 1, "<") == "无"
