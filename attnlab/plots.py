@@ -4,8 +4,9 @@ Every chapter draws with these helpers so the figures look alike. Call :func:`bo
 once per page: it sets matplotlib's rcParams and, in a Jupyter kernel, the PNG formatter of
 figures, which makes every text of a figure legible in the book (see :func:`make_legible`).
 In Chinese (``attnlab.i18n.set_language("zh_CN")`` or ``ATTNLAB_LANG=zh_CN``) it also puts a CJK
-font first among matplotlib's fonts, so the labels drawn here (translated when a figure is drawn)
-and the pages' own labels (``attnlab.tr``), math mixed in included, show as characters.
+font first among matplotlib's fonts, and translates at the edge (``attnlab.edge``): the page's
+own figure texts, written in English, are translated when the figure is drawn into its PNG, and
+its printed text and tables when they are shown; math mixed in included, they show as characters.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.text import Text
 
+from . import edge
 from .i18n import N_, _, get_language
 
 ALLOWED_COLOR = "#2b6cb0"
@@ -101,6 +103,8 @@ def book_style() -> None:
 
     In Chinese, a CJK font comes first among the fonts matplotlib draws with; where none is installed,
     one warning (per session) names the package to install, and figures show boxes for the characters.
+    The page's printed text, tables and figure texts are then translated where they are shown
+    (``attnlab.edge.install``).
     """
     plt.rcParams.update({
         "figure.figsize": (6.0, 3.6), "figure.dpi": FIGURE_DPI, "savefig.dpi": FIGURE_DPI,
@@ -110,6 +114,7 @@ def book_style() -> None:
     })
     _use_cjk_font()
     _install_png_formatter()
+    edge.install()
 
 
 def _visible_texts(fig) -> list[Text]:
@@ -154,8 +159,10 @@ def make_legible(fig, min_px: float = MIN_TEXT_PX) -> float:
 
 
 def _legible_png(fig, **kwargs) -> str:
-    """The inline backend's PNG of ``fig`` (base64), made legible and stamped with its smallest text."""
+    """The inline backend's PNG of ``fig`` (base64), in the edition's language, made legible and
+    stamped with its smallest text."""
     from IPython.core.pylabtools import print_figure
+    edge.translate_figure(fig)
     smallest = make_legible(fig)
     kwargs.setdefault("bbox_inches", "tight")
     return print_figure(fig, "png", base64=True, metadata={PNG_TEXT_KEY: f"{smallest:.2f}"}, **kwargs)

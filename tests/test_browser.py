@@ -8,7 +8,8 @@ from __future__ import annotations
 import contextlib
 
 import pytest
-from browser_support import CHROMIUM_ARGS, ROOT, PageWatch, chromium_path, require_book, serve
+
+from tests.browser_support import CHROMIUM_ARGS, ROOT, PageWatch, chromium_path, require_book, serve
 
 pytestmark = pytest.mark.browser
 BUILD = ROOT / "_build"
