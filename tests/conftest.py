@@ -1,6 +1,14 @@
 """Shared pytest fixtures."""
+import sys
+from pathlib import Path
+
 import pytest
 import torch
+
+# tests/ is a package, so that tests/attnlab/ (mirroring the package) is imported as tests.attnlab and
+# cannot shadow attnlab itself; the helper modules at its top (browser_support) stay importable by
+# name, searched after everything else on the path.
+sys.path.append(str(Path(__file__).parent))
 
 _DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
