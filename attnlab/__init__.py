@@ -4,9 +4,9 @@ The NumPy reference (``softmax``, ``attention``, ``multi_head_attention``) is th
 ``masks``, ``grad`` and ``exact`` build on it; ``torch_ops`` runs the same semantics in
 PyTorch on any device. ``display`` shows exact values with their decimals. ``torch_ops``,
 ``widgets``, ``checks``, ``plots``, ``memory``, ``pretrained``, ``display`` and ``kernels`` (Triton,
-an optional extra) are imported on first use, so ``import attnlab`` stays fast for NumPy work. ``set_language("zh_CN")`` switches
-the package's messages, labels and errors to Chinese; ``tr("...")`` (``page_text``) translates
-the strings of the pages' own code cells.
+an optional extra) are imported on first use, so ``import attnlab`` stays fast for NumPy work.
+``set_language("zh_CN")`` switches the package's messages, labels and errors to Chinese;
+``tr("...")`` (``page_text``) translates the strings of the pages' own code cells.
 """
 from __future__ import annotations
 
