@@ -68,15 +68,15 @@ def flash_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, T, S, offset, qk_scale, s
             lse = tl.load(LSE + head * T + rows, mask=valid, other=0.0) * 1.4426950408889634   # base 2
             delta = tl.load(DELTA + head * T + rows, mask=valid, other=0.0)
             # The block transposed, keys x queries, so that P^T and dS^T come out directly.
-            s_t = dot(k, tl.trans(q), PRECISION) * qk_scale      # (BLOCK_K, BLOCK_Q)
+            s_t = dot(k, tl.trans(q), PRECISION) * qk_scale             # (BLOCK_K, BLOCK_Q)
             allowed = (keys[:, None] < S) & valid[None, :]
             if CAUSAL:
                 allowed = allowed & (keys[:, None] <= rows[None, :] + offset)
             p_t = tl.where(allowed, tl.exp2(s_t - lse[None, :]), 0.0)             # P^T, recomputed
-            dv += dot(p_t.to(do.dtype), do, PRECISION)          # dV_j += P^T dO_i
-            dp_t = dot(v, tl.trans(do), PRECISION)              # dP^T = V_j dO_i^T
+            dv += dot(p_t.to(do.dtype), do, PRECISION)                 # dV_j += P^T dO_i
+            dp_t = dot(v, tl.trans(do), PRECISION)                     # dP^T = V_j dO_i^T
             ds_t = p_t * (dp_t - delta[None, :])                                   # dS^T
-            dk += dot(ds_t.to(q.dtype), q, PRECISION)           # dK_j += dS^T Q_i
+            dk += dot(ds_t.to(q.dtype), q, PRECISION)                  # dK_j += dS^T Q_i
     # Registers -> HBM, once per key block.
     tl.store(DK + keys[:, None] * D_K + ck[None, :], (dk * scale).to(DK.dtype.element_ty),
              mask=(keys[:, None] < S) & (ck[None, :] < D_K))
@@ -111,7 +111,7 @@ def flash_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ, T, S, offset, qk_scale, scale,
 
     end = S
     if CAUSAL:                                                            # the forward's causal block skip
-        end = tl.minimum(S, tl.minimum(q_block * BLOCK_Q + BLOCK_Q, T) - 1 + offset + 1)
+        end = tl.minimum(S, tl.minimum(q_block * BLOCK_Q + BLOCK_Q, T) + offset)   # past the last row's keys
     for start in range(0, end, BLOCK_K):
         keys = start + tl.arange(0, BLOCK_K)
         # K_j, V_j: HBM -> registers, once per (query block, key block) pair.
@@ -119,13 +119,13 @@ def flash_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ, T, S, offset, qk_scale, scale,
                     other=0.0)
         v = tl.load(V + keys[:, None] * D_V + cv[None, :], mask=(keys[:, None] < S) & (cv[None, :] < D_V),
                     other=0.0)
-        s = dot(q, tl.trans(k), PRECISION) * qk_scale           # (BLOCK_Q, BLOCK_K)
+        s = dot(q, tl.trans(k), PRECISION) * qk_scale                     # (BLOCK_Q, BLOCK_K)
         allowed = keys[None, :] < S
         if CAUSAL:
             allowed = allowed & (keys[None, :] <= rows[:, None] + offset)
         p = tl.where(allowed, tl.exp2(s - lse[:, None]), 0.0)                     # P, recomputed
-        dp = dot(do, tl.trans(v), PRECISION)                    # dP = dO_i V_j^T
+        dp = dot(do, tl.trans(v), PRECISION)                              # dP = dO_i V_j^T
         ds = p * (dp - delta[:, None])
-        dq += dot(ds.to(k.dtype), k, PRECISION)                 # dQ_i += dS K_j
+        dq += dot(ds.to(k.dtype), k, PRECISION)                           # dQ_i += dS K_j
     tl.store(DQ + (head * T + rows[:, None]) * D_K + ck[None, :], (dq * scale).to(DQ.dtype.element_ty),
              mask=valid[:, None] & (ck[None, :] < D_K))

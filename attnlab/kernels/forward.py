@@ -38,7 +38,7 @@ def online_softmax_step(acc, m, l, q, K, V, positions, start, stop, offset, qk_s
     # K_j and V_j: HBM -> shared memory -> registers. Rows past S and columns past D are zeros.
     k = tl.load(K + keys[:, None] * D_K + ck[None, :], mask=(keys[:, None] < stop) & (ck[None, :] < D_K), other=0.0)
     v = tl.load(V + keys[:, None] * D_V + cv[None, :], mask=(keys[:, None] < stop) & (cv[None, :] < D_V), other=0.0)
-    s = dot(q, tl.trans(k), PRECISION) * qk_scale      # (BLOCK_Q, BLOCK_K) scores, registers
+    s = dot(q, tl.trans(k), PRECISION) * qk_scale                         # (BLOCK_Q, BLOCK_K) scores, registers
     if MASKED:                                                            # only blocks at an edge pay for this
         allowed = keys[None, :] < stop
         if CAUSAL:
@@ -51,7 +51,7 @@ def online_softmax_step(acc, m, l, q, K, V, positions, start, stop, offset, qk_s
     p = tl.exp2(s - shift[:, None])                                       # (BLOCK_Q, BLOCK_K) unnormalised weights
     alpha = tl.exp2(m - shift)                                            # rescales what was summed before
     l = l * alpha + tl.sum(p, axis=1)
-    acc = acc * alpha[:, None] + dot(p.to(v.dtype), v, PRECISION)  # fp32 accumulator
+    acc = acc * alpha[:, None] + dot(p.to(v.dtype), v, PRECISION)         # P in the input dtype, acc in fp32
     return acc, m_new, l
 
 
