@@ -49,7 +49,7 @@ help:
 $(STAMP): pyproject.toml requirements/lock.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade "pip>=24"
-	$(PY) -m pip install --quiet -c requirements/lock.txt -e ".[book,dev,instructor]"
+	$(PY) -m pip install --quiet -c requirements/lock.txt -e ".[book,dev,instructor,kernels]"
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	$(PY) -m bookbuild.i18n.catalogs
 	touch $(STAMP)

@@ -6,12 +6,15 @@
 - :func:`default_device` -- cuda, then mps, then cpu
 - :class:`KVCache` -- a decoding cache: contiguous, ring (sliding window + sinks) or paged
 - :class:`MultiHeadLatentAttention` -- MLA (DeepSeek-V2), explicit and absorbed, with :class:`LatentCache`
+- :func:`split_kv_attention` -- attention over chunks of the keys merged by log-sum-exp (Flash-Decoding),
+  from :func:`partial_attention` and :func:`merge_partials`
 """
 from .attention import attention, default_device
 from .chunked import chunked_attention
 from .kv_cache import KVCache
 from .mha import MultiHeadAttention
 from .mla import LatentCache, MultiHeadLatentAttention
+from .split_kv import merge_partials, partial_attention, split_kv_attention
 
 __all__ = ["KVCache", "LatentCache", "MultiHeadAttention", "MultiHeadLatentAttention", "attention",
-           "chunked_attention", "default_device"]
+           "chunked_attention", "default_device", "merge_partials", "partial_attention", "split_kv_attention"]
