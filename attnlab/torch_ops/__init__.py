@@ -6,12 +6,14 @@
 - :func:`default_device` -- cuda, then mps, then cpu
 - :class:`KVCache` -- a decoding cache: contiguous, ring (sliding window + sinks) or paged
 - :class:`MultiHeadLatentAttention` -- MLA (DeepSeek-V2), explicit and absorbed, with :class:`LatentCache`
+- :func:`rope` -- rotary position embedding (attnlab.position.rope for tensors)
 """
 from .attention import attention, default_device
 from .chunked import chunked_attention
 from .kv_cache import KVCache
 from .mha import MultiHeadAttention
 from .mla import LatentCache, MultiHeadLatentAttention
+from .rope import rope
 
 __all__ = ["KVCache", "LatentCache", "MultiHeadAttention", "MultiHeadLatentAttention", "attention",
-           "chunked_attention", "default_device"]
+           "chunked_attention", "default_device", "rope"]
