@@ -7,6 +7,7 @@
 - :class:`KVCache` -- a decoding cache: contiguous, ring (sliding window + sinks) or paged
 - :class:`MultiHeadLatentAttention` -- MLA (DeepSeek-V2), explicit and absorbed, with :class:`LatentCache`
 - :func:`rope` -- rotary position embedding (attnlab.position.rope for tensors)
+- :class:`RotaryKVCache` -- a KVCache that stores keys after rotation (and re-numbers a ring with sinks)
 """
 from .attention import attention, default_device
 from .chunked import chunked_attention
@@ -14,6 +15,7 @@ from .kv_cache import KVCache
 from .mha import MultiHeadAttention
 from .mla import LatentCache, MultiHeadLatentAttention
 from .rope import rope
+from .rotary_cache import RotaryKVCache
 
-__all__ = ["KVCache", "LatentCache", "MultiHeadAttention", "MultiHeadLatentAttention", "attention",
+__all__ = ["KVCache", "LatentCache", "MultiHeadAttention", "MultiHeadLatentAttention", "RotaryKVCache", "attention",
            "chunked_attention", "default_device", "rope"]
