@@ -22,6 +22,16 @@ def dec():
     return decoder.load()
 
 
+@pytest.fixture(autouse=True, scope="package")
+def one_thread():
+    """Decoding one token is a chain of small matrix-vector products: on a busy 2-core machine a second thread
+    mostly waits for the first (and burns CPU spinning), so these tests run torch on one thread."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
 def _rms_norm_in_float64(module):
     """LlamaRMSNorm with float64 kept float64 (transformers turns every input into float32 first)."""
     float32_forward = module.forward

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 CHATS = ["What is the capital of France?", "Write a haiku about the sea."]
-TEXTS = ["The first printing press in Europe was built by", "def fibonacci(n):\n"]
+TEXTS = ["The first printing press in Europe was built by"]
 
 
 def prompt(dec, kind, text):
@@ -14,7 +14,10 @@ def prompt(dec, kind, text):
 PROMPTS = [("chat", t) for t in CHATS] + [("text", t) for t in TEXTS]
 
 
-@pytest.mark.parametrize("text", TEXTS + CHATS + ["Größe, 東京, naïve café 🙂", "  two  spaces\tand a tab\n"])
+ODD = ["def fibonacci(n):\n", "Größe, 東京, naïve café 🙂", "  two  spaces\tand a tab\n"]
+
+
+@pytest.mark.parametrize("text", TEXTS + CHATS + ODD)
 def test_tokenizer_is_the_files_own(dec, hf, text):
     assert dec.encode(text) == hf.encode(text)
     assert dec.decode(dec.encode(text)) == text
