@@ -16,6 +16,7 @@ import numbers
 
 import torch
 
+from ..cache_size import kv_cache_bytes
 from ..errors import AttentionInputError
 from ..i18n import _
 from .model import GGUF_NAMES, Transformer, check_ids
@@ -85,10 +86,17 @@ class Decoder:
             _logits, maps = self.network.forward(ids, need_weights=True)
         return torch.cat(maps, 0)
 
-    def new_cache(self, layout="contiguous", window=None, n_sinks=0, block_size=16, renumber=True) -> list:
+    def new_cache(self, layout="contiguous", window=None, n_sinks=0, block_size=16, renumber=True, bits=None,
+                  group=32) -> list:
         """One attnlab.torch_ops.RotaryKVCache per layer: "contiguous", "paged" (block_size) or "ring" (window,
-        n_sinks; renumber=True numbers positions inside the cache as StreamingLLM does)."""
-        return self.network.new_cache(layout, window, n_sinks, block_size, renumber)
+        n_sinks; renumber=True numbers positions inside the cache as StreamingLLM does). ``bits`` (2 .. 8): a
+        contiguous QuantizedKVCache instead (keys per channel in blocks of ``group`` positions, values per token)."""
+        return self.network.new_cache(layout, window, n_sinks, block_size, renumber, bits, group)
+
+    def cache_bytes_per_token(self, dtype="bfloat16") -> int:
+        """Bytes one token adds to the KV cache of all layers: n_layers * n_kv_heads * 2 * d_head * itemsize."""
+        c = self.config
+        return kv_cache_bytes(c["n_kv_heads"], 1, c["d_head"], n_layers=c["n_layers"], dtype=dtype)
 
     def step(self, ids, cache) -> torch.Tensor:
         """Feed the next tokens ``ids`` through ``cache`` (from new_cache); (t, vocab_size) logits."""

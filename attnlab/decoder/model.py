@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from ..errors import AttentionInputError
 from ..i18n import _
 from ..torch_ops import RotaryKVCache, attention, rope
+from ..torch_ops.quantized_cache import QuantizedKVCache
 
 
 def rms_norm(x, weight, eps: float):
@@ -110,12 +111,19 @@ class Transformer:
         logits = F.linear(rms_norm(x, self.final_norm, c["rms_eps"]), self.head)   # (T or 1, vocab)
         return (logits, maps) if need_weights else logits
 
-    def new_cache(self, layout="contiguous", window=None, n_sinks=0, block_size=16, renumber=True):
-        """One RotaryKVCache per layer (stores keys after rotation)."""
+    def new_cache(self, layout="contiguous", window=None, n_sinks=0, block_size=16, renumber=True, bits=None,
+                  group=32):
+        """One RotaryKVCache per layer (stores keys after rotation); with ``bits``, a contiguous QuantizedKVCache."""
         c = self.config
+        common = dict(dtype=self.dtype, device=self.embedding.device, base=c["rope_base"], pairing=self.pairing)
+        if bits is not None:
+            if layout != "contiguous":
+                raise AttentionInputError(_("a quantised cache (bits={bits}) is contiguous; got layout={layout!r}")
+                                          .format(bits=bits, layout=layout))
+            return [QuantizedKVCache(c["n_kv_heads"], c["d_head"], bits=bits, group=group, **common)
+                    for _layer in range(c["n_layers"])]
         return [RotaryKVCache(c["n_kv_heads"], c["d_head"], layout=layout, window=window, n_sinks=n_sinks,
-                              block_size=block_size, dtype=self.dtype, device=self.embedding.device,
-                              base=c["rope_base"], pairing=self.pairing, renumber=renumber)
+                              block_size=block_size, renumber=renumber, **common)
                 for _layer in range(c["n_layers"])]
 
 

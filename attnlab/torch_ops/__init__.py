@@ -8,6 +8,8 @@
 - :class:`MultiHeadLatentAttention` -- MLA (DeepSeek-V2), explicit and absorbed, with :class:`LatentCache`
 - :func:`rope` -- rotary position embedding (attnlab.position.rope for tensors)
 - :class:`RotaryKVCache` -- a KVCache that stores keys after rotation (and re-numbers a ring with sinks)
+- ``quantized_cache`` (KIVI-style int8/int4 caches), ``linear_attention`` (a fixed-size running state) and
+  ``topk_attention`` (top-k sparse attention through a mask): one idea per module, imported by name
 """
 from .attention import attention, default_device
 from .chunked import chunked_attention
