@@ -4,7 +4,8 @@
     python tools/compile_messages.py extract   write attnlab/locale/attnlab.pot from the _("...") calls
                                                and merge it into every catalog (new entries untranslated,
                                                changed ones fuzzy); likewise attnlab/locale/pages.pot
-                                               from the tr("...") calls in the code cells of every page
+                                               from the tr("...") and describe(fig, "...") calls in the
+                                               code cells of every page
                                                into pages.po (entries no page uses become obsolete)
 
 ``make`` runs the first form; the package build does the same (see setup.py).
@@ -82,6 +83,12 @@ def is_tr_call(node: ast.AST) -> bool:
     return name in _TR_NAMES
 
 
+def is_describe_call(node: ast.AST) -> bool:
+    """``al.plots.describe(fig, "...")``: a figure's alt text, its second argument (pandas'
+    ``describe()`` without arguments is not one)."""
+    return isinstance(node, ast.Call) and _call_name(node) == "describe" and bool(node.args or node.keywords)
+
+
 _TABLE_NAMES = {"tr_table", "page_table"}
 _LABEL_CALLS = {"set_index", "rename_axis"}
 
@@ -120,7 +127,8 @@ def _call_name(node: ast.Call) -> str | None:
 
 
 def page_messages(root: Path = ROOT) -> dict[str, list[tuple[str, int]]]:
-    """Every ``tr("...")`` / ``al.tr("...")`` literal in the pages' code cells, with where it is,
+    """Every ``tr("...")`` / ``al.tr("...")`` literal in the pages' code cells and every figure's
+    description (``al.plots.describe(fig, "...")``), with where it is,
     the labels of the tables a cell shows through ``tr_table`` (see ``table_labels``), and the
     summary of every test module, which checking.md shows (``page_text_of_file``).
 
@@ -134,12 +142,12 @@ def page_messages(root: Path = ROOT) -> dict[str, list[tuple[str, int]]]:
             for node in table_labels(tree):
                 found.setdefault(node.value, []).append((name, first + node.lineno - 1))
             for node in ast.walk(tree):
-                if not is_tr_call(node):
+                if not (is_tr_call(node) or is_describe_call(node)):
                     continue
                 line = first + node.lineno - 1
-                arg = node.args[0] if len(node.args) == 1 and not node.keywords else None
+                arg = node.args[-1] if len(node.args) == 1 + is_describe_call(node) and not node.keywords else None
                 if not (isinstance(arg, ast.Constant) and isinstance(arg.value, str)):
-                    raise SystemExit(f"{name}:{line}: tr() needs one literal string (the English text)")
+                    raise SystemExit(f"{name}:{line}: {_call_name(node)}() needs one literal string (the English text)")
                 found.setdefault(arg.value, []).append((name, line))
     for module in test_modules(root):            # checking.md shows each one's summary
         found.setdefault(summary(module), []).append((module.relative_to(root).as_posix(), 1))
