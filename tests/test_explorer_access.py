@@ -145,7 +145,7 @@ def test_the_scaling_reading_gives_the_spread_of_the_logits(scaled):
 
 def test_the_gqa_reading_gives_the_group_and_the_cache():
     mib = 2 * 32 * 1 * 2 * 4096 * 128 * 2 / 2**20                  # K and V, layers, batch, H_kv, T, d_k, fp16
-    assert gqa.reading(st.gqa_state(8, 2)) == (f"H_q = 8, H_kv = 2: each KV head serves 4 query heads; "
+    assert gqa.reading(st.gqa_state(8, 2)) == (f"H_q = 8, H_kv = 2: group size r = 4; "
                                                f"KV cache {mib:.2f} MiB, MHA {4 * mib:.2f} MiB, "
                                                f"MQA {mib / 2:.2f} MiB")
     assert "does not divide" in gqa.reading(st.gqa_state(2, 4))

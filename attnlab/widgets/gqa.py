@@ -80,7 +80,7 @@ def reading(s: st.GQAState) -> str:
     if s.error:
         return _("H_q = {h_q}, H_kv = {h_kv}: H_kv does not divide H_q (error)").format(
             h_q=s.n_heads, h_kv=s.n_kv_heads)
-    return _("H_q = {h_q}, H_kv = {h_kv}: each KV head serves {r} query heads; KV cache {size}, "
+    return _("H_q = {h_q}, H_kv = {h_kv}: group size r = {r}; KV cache {size}, "
              "MHA {mha}, MQA {mqa}").format(h_q=s.n_heads, h_kv=s.n_kv_heads, r=s.group_size,
                                             size=st.human_bytes(s.cache_bytes), mha=st.human_bytes(s.mha_bytes),
                                             mqa=st.human_bytes(s.mqa_bytes))
