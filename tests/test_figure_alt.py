@@ -108,3 +108,18 @@ def test_an_ipython_svg_object_is_described_in_place():
 def test_svg_text_without_an_svg_element_is_refused():
     with pytest.raises(ValueError, match="<svg>"):
         plots.svg_with_alt("<div>no picture</div>", TEXT)
+
+
+@pytest.mark.slow
+def test_a_kernel_set_up_by_book_style_stamps_the_description():
+    """In a real Jupyter kernel, as the book executes its pages: describe() then plt.show()."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    code = ("import matplotlib.pyplot as plt\nimport attnlab as al\nal.plots.book_style()\n"
+            "fig, ax = plt.subplots()\nax.plot([0, 1], [0, 1])\n"
+            f"al.plots.describe(fig, {TEXT!r})\nplt.show()")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
+    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+    pngs = [o["data"]["image/png"] for o in nb.cells[0].outputs if "image/png" in o.get("data", {})]
+    assert len(pngs) == 1
+    assert Image.open(io.BytesIO(base64.b64decode(pngs[0]))).text["attnlab:alt"] == TEXT
