@@ -223,7 +223,7 @@ def write_gradebook(folder: pathlib.Path, autograder: Autograder, results: dict)
 def main(argv=None, root: pathlib.Path | None = None) -> None:
     from .. import i18n
     from ..checks.seeds import new_seed
-    from .sandbox import isolation
+    from .sandbox import KINDS, isolation
 
     parser = argparse.ArgumentParser(description="Grade a folder of submitted notebooks (make grade).")
     parser.add_argument("--chapter", required=True, help="two-digit chapter number, e.g. 03")
@@ -249,6 +249,8 @@ def main(argv=None, root: pathlib.Path | None = None) -> None:
     autograder = read_autograder(find_autograder(args.chapter.zfill(2), assignments, args.name))
     i18n.set_language(lang or autograder.lang)
     kind = isolation(unsafe=args.unsafe)
+    if kind != "bwrap" and not args.unsafe:                  # "process" is for a container's one submission
+        kind = None
     if kind is None:
         why = _(NO_BWRAP) if shutil.which("bwrap") is None else _(BWRAP_FAILS)
         raise SystemExit(_(REFUSAL).format(why=why))
@@ -257,18 +259,19 @@ def main(argv=None, root: pathlib.Path | None = None) -> None:
     if not sorted(folder.glob("*.ipynb")):
         raise SystemExit(f"no .ipynb files in {folder}")
     seed = args.seed if args.seed is not None else new_seed()
-    print(_("Grading {folder} with the autograder {zip} ({n} questions, {written} written), in {kind} sandboxes, "
-            "{jobs} at a time; cases drawn from seed {seed}.").format(
+    print(_("Grading {folder} with the autograder {zip} ({n} questions, {written} written), each {how}, {jobs} at "
+            "a time; cases drawn from seed {seed}.").format(
                 folder=folder, zip=autograder.path, n=len(autograder.questions), written=len(autograder.written),
-                kind=kind, jobs=args.jobs, seed=seed), flush=True)
+                how=_(KINDS[kind]), jobs=args.jobs, seed=seed), flush=True)
     start = time.monotonic()
     results = grade_folder(folder, autograder, timeout=timeout, question_timeout=question_timeout,
                            jobs=max(1, args.jobs), kind=kind, seed=seed)
     write_gradebook(folder, autograder, results)
-    if kind == "unsafe":
-        (folder / "UNSAFE.md").write_text(_("These notebooks were graded with UNSAFE=1, without a sandbox: each ran "
-                                            "as you, with your files. Trust this gradebook only as far as you "
-                                            "trust the notebooks.") + "\n", encoding="utf-8")
+    if kind != "bwrap":
+        (folder / "UNSAFE.md").write_text(_("These notebooks were graded with UNSAFE=1, without a sandbox: each could "
+                                            "read the other submissions and change files of yours. Trust this "
+                                            "gradebook only as far as you trust the notebooks.") + "\n",
+                                          encoding="utf-8")
     elapsed = time.monotonic() - start
     print(_("{n} notebooks graded in {seconds:.0f} s ({each:.1f} s each): {gradebook}, feedback in {feedback}/").format(
         n=len(results), seconds=elapsed, each=elapsed / max(len(results), 1), gradebook=folder / "gradebook.csv",

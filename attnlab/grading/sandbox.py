@@ -37,6 +37,8 @@ import subprocess
 import sys
 import tempfile
 
+from ..i18n import N_
+
 UID = 1_999_000_000                  # the sandboxes' own users when grading as root: UID + slot
 BOOTSTRAP = """\
 import json, resource, sys
@@ -51,6 +53,9 @@ main(config["read"], config["write"])
 STAGE = 'while [ "$1" != -- ]; do mount --rbind "$1" "$2" || exit 126; shift 2; done; shift; exec "$@"'
 ETC = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime", "/etc/alternatives")
 PACKAGE_PARENT = "/opt/attnlab"
+KINDS = {"bwrap": N_("in a bubblewrap sandbox"),
+         "process": N_("in a process of its own user, without bubblewrap"),
+         "unsafe": N_("in a plain process, WITHOUT a sandbox (UNSAFE)")}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -252,7 +257,14 @@ def works(kind: str) -> bool:
 
 
 def isolation(unsafe: bool = False) -> str | None:
-    """The best kind this machine offers: "bwrap", then "process" (as root); "unsafe" only if allowed."""
+    """The best kind this machine offers: "bwrap", then "process" (as root); "unsafe" only if allowed.
+
+    ``$ATTNLAB_SANDBOX`` ("bwrap", "process" or "unsafe") asks for one kind, where it works: the
+    tests use it to try the kinds a Gradescope container gets.
+    """
+    wanted = os.environ.get("ATTNLAB_SANDBOX", "")
+    if wanted in KINDS and (wanted != "unsafe" or unsafe) and (wanted == "unsafe" or works(wanted)):
+        return wanted
     if works("bwrap"):
         return "bwrap"
     if os.geteuid() == 0 and shutil.which("setpriv") and works("process"):

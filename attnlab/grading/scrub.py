@@ -14,7 +14,7 @@ import functools
 import os
 import re
 
-PATH = re.compile(r"(?<![\w.>])(?:~|\.{1,2})?(?:[/\\][\w.@+=:,-]+){2,}[/\\]?")
+PATH = re.compile(r"(?<![\w.>])(?:~|\.{1,2})?(?:[/\\][\w.@+=:-]+){2,}[/\\]?")
 REFERENCE = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|%[A-Za-z_][A-Za-z0-9_]*%")
 LINE = 160
 
