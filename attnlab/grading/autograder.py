@@ -24,7 +24,10 @@ import signal
 import subprocess
 import sys
 
+from ..i18n import N_
+
 PLUGIN = "attnlab.grading.otter_plugin.IsolatedGrading"
+NO_NOTEBOOK = N_("No single .ipynb file was submitted.")
 RUN_OTTER = '''"""Runs the autograder through attnlab's bounded entry point (attnlab.grading.autograder)."""
 from attnlab.grading.autograder import main
 
@@ -40,9 +43,10 @@ def _plugin_config(source: pathlib.Path) -> dict:
 
 def results_json(outcome, notes) -> dict:
     """Gradescope's results format: one test per question."""
+    from ..i18n import _
     tests = []
     for q in outcome.questions:
-        lines = [f"{c['status']}: {c['message']}" for c in q.checks] or [q.note]
+        lines = [f"{_(c['status'])}: {c['message']}" for c in q.checks] or [q.note]
         tests.append({"name": q.name, "score": q.earned, "max_score": q.possible, "output": "\n".join(lines),
                       "visibility": "visible"})
     return {"score": outcome.total, "tests": tests, "output": "\n".join(notes), "stdout_visibility": "hidden"}
@@ -56,9 +60,10 @@ def _valid(path: pathlib.Path) -> bool:
 
 
 def main(autograder_dir: str = "/autograder") -> None:
+    from ..i18n import _
     from . import notebook as nb
     from .gradebook import questions_from_config
-    from .otter_plugin import grade
+    from .otter_plugin import grade, language
     from .supervisor import NotebookResult, QuestionResult
 
     root = pathlib.Path(autograder_dir)
@@ -66,14 +71,14 @@ def main(autograder_dir: str = "/autograder") -> None:
     results.parent.mkdir(parents=True, exist_ok=True)
     config = _plugin_config(root / "source")
     found = sorted((root / "submission").glob("*.ipynb"))
-    problem = "" if len(found) == 1 else "No single .ipynb file was submitted."
-    problem = problem or nb.problem_with(found[0].read_bytes())
+    problem = "" if len(found) == 1 else NO_NOTEBOOK
+    with language(config):
+        problem = problem or nb.problem_with(found[0].read_bytes())
     if problem:
-        from .. import i18n
-        i18n.set_language(str(config.get("lang") or "en"))
-        outcome = NotebookResult([QuestionResult(q.name, q.points, note=i18n._("the file is not a notebook"))
-                                  for q in questions_from_config(config)], [problem])
-        results.write_text(json.dumps(results_json(outcome, [problem]), indent=2))
+        with language(config):
+            outcome = NotebookResult([QuestionResult(q.name, q.points, note=_("the file is not a notebook"))
+                                      for q in questions_from_config(config)], [_(problem)])
+            results.write_text(json.dumps(results_json(outcome, outcome.notes), indent=2))
         return
     limit = 2 * float(config.get("timeout", 120)) + 600
     command = [sys.executable, "-c", "import sys; from otter.run.run_autograder import main; main(sys.argv[1])",
@@ -91,9 +96,10 @@ def main(autograder_dir: str = "/autograder") -> None:
         process.wait()
     if ok and _valid(results):
         return
-    outcome, notes = grade(found[0], config)
-    notes = ["otter's own run did not finish; these scores come from attnlab's grading alone.", *notes]
-    results.write_text(json.dumps(results_json(outcome, notes), indent=2))
+    with language(config):
+        outcome, notes = grade(found[0], config)
+        notes = [_("otter's own run did not finish; these scores come from attnlab's grading alone."), *notes]
+        results.write_text(json.dumps(results_json(outcome, notes), indent=2))
 
 
 if __name__ == "__main__":

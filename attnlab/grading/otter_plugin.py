@@ -21,6 +21,7 @@ run code in otter's process. So this plugin
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 
 from otter.plugins import AbstractOtterPlugin
@@ -50,7 +51,11 @@ class IsolatedGrading(AbstractOtterPlugin):
 
     def after_grading(self, results):
         config = self.plugin_config or {}
-        outcome, notes = grade(self.submission_path, config)
+        with language(config):
+            self._score(results, *grade(self.submission_path, config))
+
+    @staticmethod
+    def _score(results, outcome, notes):
         for question in outcome.questions:
             if question.name not in results.results:
                 continue
@@ -72,8 +77,23 @@ def _status(status: str) -> str:
     return _(status)
 
 
+@contextlib.contextmanager
+def language(config: dict):
+    """attnlab's messages in the assignment's language (its ``"lang"``) inside the block."""
+    from .. import i18n
+    previous = i18n.get_language()
+    try:
+        i18n.set_language(str(config.get("lang") or "en"))
+    except ValueError:
+        pass
+    try:
+        yield
+    finally:
+        i18n.set_language(previous)
+
+
 def grade(submission_path, config: dict):
-    """(NotebookResult, notes for the output) of one submission; never raises."""
+    """(NotebookResult, notes for the output) of one submission, in the current language; never raises."""
     from .. import i18n
     from ..checks.seeds import new_seed
     from .sandbox import KINDS, isolation
@@ -82,7 +102,6 @@ def grade(submission_path, config: dict):
     questions = questions_from_config(config)
     seed = new_seed()
     try:
-        i18n.set_language(str(config.get("lang") or "en"))
         kind = isolation(unsafe=True)
         outcome = grade_notebook(submission_path, questions, timeout=float(config.get("timeout", 120)),
                                  question_timeout=float(config.get("question_timeout", 30)), kind=kind, seed=seed)

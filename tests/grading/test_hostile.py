@@ -155,3 +155,33 @@ def test_otter_run_scores_every_hostile_notebook_as_the_blank_one_and_changes_no
     assert all(t["score"] == t["max_score"] for t in runs["honest"].values())
     for name in names[2:]:
         assert {q: t["score"] for q, t in runs[name].items()} == blank, name
+
+
+def gradescope(zip_path: pathlib.Path, submission: pathlib.Path, root: pathlib.Path) -> dict:
+    """Gradescope's layout (/autograder: source, submission, results) in ``root``, run by the zip's entry."""
+    import zipfile
+    for folder in ("source", "submission", "results"):
+        (root / folder).mkdir(parents=True)
+    (root / "submission_metadata.json").write_text("{}")
+    zipfile.ZipFile(zip_path).extractall(root / "source")
+    assert "attnlab.grading.autograder" in (root / "source" / "run_otter.py").read_text()
+    shutil.copy(submission, root / "submission" / "ex01_qkv.ipynb")
+    done = subprocess.run([str(VENV / "bin" / "python"), "-m", "attnlab.grading.autograder", str(root)],
+                          capture_output=True, text=True, env=ENV, timeout=900)
+    assert done.returncode == 0 and "Traceback" not in done.stdout + done.stderr, done.stderr[-3000:]
+    return json.loads((root / "results" / "results.json").read_text())
+
+
+def test_gradescopes_entry_point_gives_a_results_file_for_broken_files_and_early_exits(hostile, assignment, tmp_path):
+    folder, proof, _ = hostile
+    zip_path = next((assignment / "autograder").glob("*-autograder_*.zip"))
+    files = {"empty": b"", "not-json": b'{"cells": [', "not-a-notebook": b'{"hello": "world"}'}
+    for name, data in files.items():
+        (tmp_path / f"{name}.ipynb").write_bytes(data)
+    cases = {**{n: tmp_path / f"{n}.ipynb" for n in files}, "early-exit": folder / "hostile-early-exit.ipynb",
+             "pickle-payload": folder / "hostile-pickle-payload.ipynb"}
+    for name, path in cases.items():
+        results = gradescope(zip_path, path, tmp_path / f"gs-{name}")
+        scored = [t for t in results["tests"] if t.get("max_score")]
+        assert scored and all(t["score"] == 0 for t in scored), name
+    assert not list(proof.iterdir())

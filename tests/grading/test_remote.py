@@ -92,8 +92,8 @@ def test_forbidden_entry_points_are_recorded_in_the_students_process(student):
     import torch
     run = Check("attention", 5)
     q = torch.randn(1, 3, 4)
-    run.call(student.resolve("uses_sdpa"), "a case", q, q, q, forbid=("torch.nn.functional.scaled_dot_product_attention",
-                                                                      "torch.einsum"))
+    forbid = ("torch.nn.functional.scaled_dot_product_attention", "torch.einsum")
+    run.call(student.resolve("uses_sdpa"), "a case", q, q, q, forbid=forbid)
     assert run.called == ("torch.nn.functional.scaled_dot_product_attention",)
     run.call(student.resolve("scores"), "a case", np.ones((2, 2)), np.ones((2, 2)), forbid=("numpy.einsum",))
     assert run.called == ()
