@@ -165,16 +165,17 @@ def written_answers(path: pathlib.Path, student: str, written) -> str:
 # ---------------------------------------------------------------------------------------------- a class
 
 
-def grade_one(path: pathlib.Path, autograder: Autograder, timeout, question_timeout, kind, seed, slot):
+def grade_one(path: pathlib.Path, autograder: Autograder, timeout, question_timeout, kind, seed, slot, limits=None):
     problem = nb.problem_with(path.read_bytes())
     if problem:
         return NotebookResult([QuestionResult(q.name, q.points, note=_("the file is not a notebook"))
                                for q in autograder.questions], [problem], seed), problem
-    return grade_notebook(path, autograder.questions, timeout, question_timeout, kind=kind, seed=seed, slot=slot), ""
+    return grade_notebook(path, autograder.questions, timeout, question_timeout, kind=kind, seed=seed, slot=slot,
+                          limits=limits), ""
 
 
 def grade_folder(folder: pathlib.Path, autograder: Autograder, *, timeout: float, question_timeout: float,
-                 jobs: int, kind: str, seed: int, progress: bool = True) -> dict:
+                 jobs: int, kind: str, seed: int, limits=None, progress: bool = True) -> dict:
     """{student: (NotebookResult, problem)} for every ``folder/*.ipynb``, ``jobs`` at a time."""
     paths = sorted(folder.glob("*.ipynb"))
     slots: queue.Queue[int] = queue.Queue()
@@ -184,7 +185,7 @@ def grade_folder(folder: pathlib.Path, autograder: Autograder, *, timeout: float
     def work(path):
         slot = slots.get()
         try:
-            return grade_one(path, autograder, timeout, question_timeout, kind, seed, slot)
+            return grade_one(path, autograder, timeout, question_timeout, kind, seed, slot, limits)
         finally:
             slots.put(slot)
 
@@ -223,7 +224,7 @@ def write_gradebook(folder: pathlib.Path, autograder: Autograder, results: dict)
 def main(argv=None, root: pathlib.Path | None = None) -> None:
     from .. import i18n
     from ..checks.seeds import new_seed
-    from .sandbox import KINDS, isolation
+    from .sandbox import KINDS, Limits, isolation
 
     parser = argparse.ArgumentParser(description="Grade a folder of submitted notebooks (make grade).")
     parser.add_argument("--chapter", required=True, help="two-digit chapter number, e.g. 03")
@@ -238,14 +239,15 @@ def main(argv=None, root: pathlib.Path | None = None) -> None:
     parser.add_argument("--seed", type=int, default=None, help="the seed of the checkers' cases (default: a new one)")
     parser.add_argument("--lang", default="", help="language of the feedback (default: $ATTNLAB_LANG, else the zip's)")
     parser.add_argument("--unsafe", action="store_true", help="grade without a sandbox where there is none")
+    parser.add_argument("--memory", type=float, default=4, help="GiB of address space per notebook (default 4)")
     args = parser.parse_args(argv)
     folder = pathlib.Path(args.submissions)
     if not folder.is_dir():
         raise SystemExit(f"SUBMISSIONS={folder}: no such folder")
     assignments = pathlib.Path(args.assignments)
+    if args.lang and args.lang != "en" and (assignments / args.lang).is_dir():
+        assignments = assignments / args.lang                 # make assignments LANG=zh_CN wrote it there
     lang = args.lang or os.environ.get("ATTNLAB_LANG", "").split(".")[0]
-    if lang and lang != "en" and (assignments / lang).is_dir():
-        assignments = assignments / lang
     autograder = read_autograder(find_autograder(args.chapter.zfill(2), assignments, args.name))
     i18n.set_language(lang or autograder.lang)
     kind = isolation(unsafe=args.unsafe)
@@ -264,8 +266,9 @@ def main(argv=None, root: pathlib.Path | None = None) -> None:
                 folder=folder, zip=autograder.path, n=len(autograder.questions), written=len(autograder.written),
                 how=_(KINDS[kind]), jobs=args.jobs, seed=seed), flush=True)
     start = time.monotonic()
+    limits = Limits(memory=int(args.memory * 2**30), cpu=int(2 * timeout + 60))
     results = grade_folder(folder, autograder, timeout=timeout, question_timeout=question_timeout,
-                           jobs=max(1, args.jobs), kind=kind, seed=seed)
+                           jobs=max(1, args.jobs), kind=kind, seed=seed, limits=limits)
     write_gradebook(folder, autograder, results)
     if kind != "bwrap":
         (folder / "UNSAFE.md").write_text(_("These notebooks were graded with UNSAFE=1, without a sandbox: each could "

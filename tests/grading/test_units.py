@@ -96,3 +96,14 @@ def test_ipython_syntax_is_translated_and_otter_lines_become_check_points():
     cells = code_cells(data)
     assert [c.source for c in cells] == ["get_ipython().run_line_magic('matplotlib', 'inline')\nx = 1", "y = 2"]
     assert [c.checks for c in cells] == [[], ["q1"]]
+
+
+def test_functions_that_call_attnlab_or_a_librarys_attention_are_listed():
+    from attnlab.grading.shortcuts import shortcuts
+    found = shortcuts(["import attnlab as al\nimport torch.nn.functional as F\nfrom attnlab.masks import causal",
+                       "def attention(q, k, v):\n    return al.attention(q, k, v)\n\n"
+                       "def mine(q, k, v):\n    print(al.tr('x'))\n"
+                       "    return causal(3), F.scaled_dot_product_attention(q, k, v)\n\n"
+                       "def honest(q, k, v):\n    return q @ k.T\n\nal.attention(1, 2, 3)"])
+    assert found == {"attention": ["attnlab.attention"],
+                     "mine": ["attnlab.masks.causal", "torch.nn.functional.scaled_dot_product_attention"]}
