@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 from ..i18n import N_, _
 from . import notebook as nb
-from .supervisor import NotebookResult, Question, QuestionResult, grade_notebook
+from .supervisor import NOT_GRADED, NotebookResult, Question, QuestionResult, grade_notebook
 
 PLUGIN = "attnlab.grading.otter_plugin.IsolatedGrading"
 REFUSAL = N_("make grade runs each notebook in its own bubblewrap sandbox, and none can be started here ({why}). "
@@ -186,6 +186,11 @@ def grade_folder(folder: pathlib.Path, autograder: Autograder, *, timeout: float
         slot = slots.get()
         try:
             return grade_one(path, autograder, timeout, question_timeout, kind, seed, slot, limits)
+        except Exception as error:                            # a bug of the grader: this row only, and say so
+            note = _("The grader failed on this notebook ({error}); please tell your instructor.").format(
+                error=type(error).__name__)
+            return NotebookResult([QuestionResult(q.name, q.points, note=_(NOT_GRADED)) for q in autograder.questions],
+                                  [note], seed), note
         finally:
             slots.put(slot)
 

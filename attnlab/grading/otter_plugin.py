@@ -97,7 +97,7 @@ def grade(submission_path, config: dict):
     from .. import i18n
     from ..checks.seeds import new_seed
     from .sandbox import KINDS, isolation
-    from .supervisor import NotebookResult, QuestionResult, grade_notebook
+    from .supervisor import NOT_GRADED, NotebookResult, QuestionResult, grade_notebook
 
     questions = questions_from_config(config)
     seed = new_seed()
@@ -107,7 +107,9 @@ def grade(submission_path, config: dict):
                                  question_timeout=float(config.get("question_timeout", 30)), kind=kind, seed=seed)
     except Exception as error:                                # the grading itself failed: zero, and say so
         kind = "unsafe"
-        outcome = NotebookResult([QuestionResult(q.name, q.points, note="not graded") for q in questions],
-                                 [f"The grading failed ({type(error).__name__}); please tell your instructor."], seed)
+        note = i18n._("The grader failed on this notebook ({error}); please tell your instructor.").format(
+            error=type(error).__name__)
+        outcome = NotebookResult([QuestionResult(q.name, q.points, note=i18n._(NOT_GRADED)) for q in questions],
+                                 [note], seed)
     words = i18n._("Graded {how}; the checkers' cases were drawn from seed {seed}.")
     return outcome, [*outcome.notes, words.format(how=i18n._(KINDS[kind]), seed=seed)]

@@ -89,7 +89,11 @@ class StudentProcess:
             return cls(self, reply["function"], scrub(str(reply.get("name", name)))[:60])
         if "too_large" in reply:
             return wire.opaque_type("too_large_for_the_grading_channel")()
-        return wire.decode(reply.get("value"), blobs, text=scrub_text)
+        try:
+            return wire.decode(reply.get("value"), blobs, text=scrub_text)
+        except wire.ChannelError:
+            self.close()
+            raise Ended(BROKE) from None
 
 
 def describe(error) -> str:
