@@ -174,10 +174,10 @@ def _bwrap_arguments(limits: Limits, notebook_fd: int, name: str, mounts) -> lis
             args += ["--ro-bind", top, top]
     for path in ETC:
         args += ["--ro-bind-try", path, path]
-    for source, target in mounts:
+    args += ["--proc", "/proc", "--dev", "/dev", "--size", str(limits.tmp), "--tmpfs", "/tmp"]
+    for source, target in mounts:                             # after /tmp: a venv may live under /tmp
         args += ["--ro-bind", source, target]
-    args += ["--proc", "/proc", "--dev", "/dev", "--size", str(limits.tmp), "--tmpfs", "/tmp",
-             "--file", str(notebook_fd), f"/tmp/{name}", "--chdir", "/tmp", "--clearenv"]
+    args += ["--file", str(notebook_fd), f"/tmp/{name}", "--chdir", "/tmp", "--clearenv"]
     for key, value in _environment(limits, "/tmp").items():
         args += ["--setenv", key, value]
     return args + ["--"]
