@@ -13,7 +13,8 @@ runs the notebook in a sandbox and calls its functions on the inputs the grader 
 * :mod:`.sandbox` starts the student's process (bubblewrap, or a bare process);
 * :mod:`.notebook` reads a submission; :mod:`.gradebook` grades a folder (``make grade``);
 * :mod:`.otter_plugin` and :mod:`.autograder` do the same for otter-grader and Gradescope;
-* :mod:`.student` is what the otter test cells call in a student's own notebook.
+* :mod:`.student` is what the otter test cells call in a student's own notebook;
+* :mod:`.shortcuts` lists submitted functions that call attnlab or torch's attention, to read.
 """
 from __future__ import annotations
 

@@ -110,7 +110,8 @@ def _same(a, b, depth=0) -> bool:
 
 def _changed_value(now, before):
     """What a changed input looks like now: the value, or the attributes that changed (a dataclass)."""
-    if isinstance(now, (np.ndarray, list, dict, tuple)) or type(now).__module__.startswith("torch"):
+    if isinstance(now, (np.ndarray, list, dict, tuple)) or type(now).__module__.startswith("torch") \
+            or not hasattr(now, "__dict__"):
         return {"value": now}
     fields = {k: v for k, v in vars(now).items() if not _same(v, getattr(before, k, None))}
     return {"fields": fields}
