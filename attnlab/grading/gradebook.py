@@ -174,10 +174,22 @@ def grade_one(path: pathlib.Path, autograder: Autograder, timeout, question_time
                           limits=limits), ""
 
 
+def _import_before_threads() -> None:
+    """Import what the checkers import on first use, once, before the grading threads start: a
+    thread that met torch half-imported by another (``sys.modules`` holds it from the start of
+    its import) would see a module without ``torch.Tensor`` and report a bug of the checker."""
+    from .. import checks  # noqa: F401
+    try:
+        import torch  # noqa: F401
+    except ImportError:                                       # the NumPy-only chapters grade without it
+        pass
+
+
 def grade_folder(folder: pathlib.Path, autograder: Autograder, *, timeout: float, question_timeout: float,
                  jobs: int, kind: str, seed: int, limits=None, progress: bool = True) -> dict:
     """{student: (NotebookResult, problem)} for every ``folder/*.ipynb``, ``jobs`` at a time."""
     paths = sorted(folder.glob("*.ipynb"))
+    _import_before_threads()
     slots: queue.Queue[int] = queue.Queue()
     for slot in range(jobs):
         slots.put(slot)
