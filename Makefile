@@ -182,16 +182,20 @@ notebooks: $(STAMP)
 # EXERCISES="ex-masks-causal ex-masks-padding" assigns some exercises of one chapter;
 # POINTS="ex-masks-causal=4" weights them (default: one point per check); see instructors.md
 assignments: $(STAMP)
-	$(PY) tools/make_assignments.py $(CHAPTERS) --exercises "$(EXERCISES)" --points "$(POINTS)" $(LANG_FLAG)
+	$(PY) tools/make_assignments.py $(CHAPTERS) --exercises "$(EXERCISES)" --points "$(POINTS)" $(LANG_FLAG) \
+	  $(if $(NAME),--name "$(NAME)")
 
 # Writes SUBMISSIONS/gradebook.csv and SUBMISSIONS/feedback/<student>.md; TIMEOUT is per notebook,
-# QUESTION_TIMEOUT per cell or question (defaults: those given to make assignments, 120 and 30 s);
-# JOBS notebooks at a time (default: half the cores, at most 4)
+# QUESTION_TIMEOUT per cell or call of a student's function (defaults: those given to make assignments,
+# 120 and 30 s); JOBS notebooks at a time (default: half the cores, at most 4); NAME the assignment of
+# a choice of exercises; SEED the cases' seed of an earlier run; MEMORY GiB per notebook (default 4);
+# UNSAFE=1 grades without bubblewrap
 grade: $(STAMP)
 	@test -n "$(CHAPTER)" -a -n "$(SUBMISSIONS)" || { echo "usage: make grade CHAPTER=03 SUBMISSIONS=DIR [TIMEOUT=120]"; exit 2; }
 	$(PY) tools/grade.py --chapter $(CHAPTER) --submissions "$(SUBMISSIONS)" \
 	  $(if $(TIMEOUT),--timeout $(TIMEOUT)) $(if $(QUESTION_TIMEOUT),--question-timeout $(QUESTION_TIMEOUT)) \
-	  $(if $(JOBS),--jobs $(JOBS))
+	  $(if $(JOBS),--jobs $(JOBS)) $(if $(NAME),--name "$(NAME)") $(if $(SEED),--seed $(SEED)) \
+	  $(if $(filter-out 0,$(UNSAFE)),--unsafe) $(if $(MEMORY),--memory $(MEMORY)) $(LANG_FLAG)
 
 bench: $(STAMP)
 	$(PY) benchmarks/attention.py

@@ -229,6 +229,13 @@ def test_make_assignments_lang_zh_writes_a_chinese_student_notebook():
     full = grade_notebook(target / "autograder" / "ex01_qkv.ipynb", questions)     # the solved notebook
     assert full.total == full.possible > 0, [(q.name, q.note) for q in full.questions if q.earned < q.possible]
     assert grade_notebook(target / "student" / "ex01_qkv.ipynb", questions).total == 0
+    from attnlab.grading.otter_plugin import grade, language
+    plugin = config["plugins"][0]["attnlab.grading.otter_plugin.IsolatedGrading"]
+    assert plugin["lang"] == "zh_CN"
+    with language(plugin):                                   # the zip's plugin answers in Chinese
+        outcome, notes = grade(target / "student" / "ex01_qkv.ipynb", plugin)
+        words = [c["message"] for q in outcome.questions for c in q.checks] + notes
+    assert words and all(CJK.search(w) for w in words), words
 
 
 @pytest.mark.parametrize("folder", ["chapters", "exercises", "solutions"])

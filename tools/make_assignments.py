@@ -8,6 +8,10 @@ notebooks), writes an otter-grader master notebook and runs ``otter assign`` on 
     assignments/exNN_<name>/autograder/exNN_<name>.ipynb      the solved notebook
     assignments/exNN_<name>/autograder/exNN_<name>-autograder_*.zip   grade with `otter run -a`
 
+A choice of exercises or points (``--exercises``, ``--points``) gets a folder of its own,
+``exNN_<name>-<NAME>`` with ``--name NAME``, else named from the chosen labels and points
+(``ex03_masks-causal4-padding2``), so that building the whole chapter never replaces it.
+
 The MyST sources are the single source of truth; nothing is maintained twice. The conversion
 relies on three conventions of the exercise and solution pages:
 
@@ -23,8 +27,10 @@ An exercise with at least one check becomes an autograded otter question (one po
 unless ``--points`` says otherwise); the others become otter manual questions, graded by hand
 (``otter export`` collects their answers). The autograder zip vendors attnlab as a wheel, pins
 attnlab's dependencies from requirements/lock.txt, and carries the configuration of
-:mod:`attnlab.grading.otter_plugin`, which scores each submission in a fresh process that the
-student's code cannot reach (``tools/grade.py`` reads the same configuration).
+:mod:`attnlab.grading.otter_plugin` (questions, written questions and their points, time limits,
+language), which keeps the student's code out of otter's kernel and scores it in a sandbox
+(``tools/grade.py`` reads the same configuration); its ``run_otter.py``, Gradescope's entry
+point, is :mod:`attnlab.grading.autograder`.
 
     python tools/make_assignments.py [NN ...]        (no argument: every chapter)
     python tools/make_assignments.py 03 --exercises "ex-masks-causal ex-masks-padding" --points "ex-masks-causal=4"
@@ -40,6 +46,7 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import os
 import pathlib
 import re
 import shutil
@@ -55,6 +62,9 @@ from make_notebooks import jupyter_markdown, language_cell, words  # noqa: E402
 from translate_markdown import LANGUAGES, page_catalog, translate_markdown  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from attnlab.grading.autograder import RUN_OTTER  # noqa: E402
+
 OTTER = pathlib.Path(sys.executable).with_name("otter")
 PLUGIN = "attnlab.grading.otter_plugin.IsolatedGrading"
 PYTHON_VERSION = "3.11"                               # the Python of the project's lock
@@ -160,10 +170,11 @@ def _raw(text: str):
     return nbformat.v4.new_raw_cell(text)
 
 
-def _config_cell(name: str, questions: list[dict], written: list[str], timeout: float, question_timeout: float,
-                 wheel: str) -> str:
+def _config_cell(name: str, questions: list[dict], written: list[dict], timeout: float, question_timeout: float,
+                 wheel: str, lang: str = "en") -> str:
     """otter's ASSIGNMENT CONFIG: exception-based tests, the sandbox plugin, and what the zip installs."""
-    plugin = {"questions": questions, "written": written, "timeout": timeout, "question_timeout": question_timeout}
+    plugin = {"questions": questions, "written": written, "timeout": timeout, "question_timeout": question_timeout,
+              "lang": lang}
     requirements = [f"./{WHEELS}/{wheel}", *pinned_requirements()]
     return ("# ASSIGNMENT CONFIG\n"
             f"name: {name}\n"
@@ -209,14 +220,16 @@ def test_cell(label: str, index: int, check: str) -> str:
 
 def master_notebook(exercise_page: pathlib.Path, solution_page: pathlib.Path, chosen=None, points=None,
                     timeout: float = 120, question_timeout: float = 30,
-                    wheel: str = "attnlab-0.1.0-py3-none-any.whl", lang: str = "en") -> nbformat.NotebookNode:
+                    wheel: str = "attnlab-0.1.0-py3-none-any.whl", lang: str = "en",
+                    name: str = "") -> nbformat.NotebookNode:
     """otter's master notebook for one chapter.
 
     ``chosen``: the exercise labels to assign (default: all); ``points``: {label: points}
     (default: one point per check of an autograded exercise, one point for a written one);
-    ``lang``: the language of the markdown ("en", or "zh_CN" from the pages' catalogs).
+    ``lang``: the language of the markdown ("en", or "zh_CN" from the pages' catalogs);
+    ``name``: the assignment's name (default: the exercise page's, e.g. "ex03_masks").
     """
-    name, w = exercise_page.stem, words(lang)
+    name, w = name or exercise_page.stem, words(lang)
     intro, exercises = parse(exercise_page, lang)
     _, solutions = parse(solution_page, lang)
     points = dict(points or {})
@@ -249,7 +262,7 @@ def master_notebook(exercise_page: pathlib.Path, solution_page: pathlib.Path, ch
             raise SystemExit(f"{solution_page}: no solution block for exercise {label!r}")
         if not checks:
             cells += written_question(label, statement_md, prompts, solution, points.get(label, 1), lang)
-            written.append(label)
+            written.append({"name": label, "points": points.get(label, 1)})
             continue
         code = [solution_code(text) for kind, text in solution["parts"] if kind == "code"]
         code = [c for c in code if c]
@@ -271,7 +284,7 @@ def master_notebook(exercise_page: pathlib.Path, solution_page: pathlib.Path, ch
         cells.append(_raw("# END QUESTION"))
     if lang != "en":
         cells.insert(0, language_cell(lang))
-    cells.insert(0, _raw(_config_cell(name, questions, written, timeout, question_timeout, wheel)))
+    cells.insert(0, _raw(_config_cell(name, questions, written, timeout, question_timeout, wheel, lang)))
     nb = nbformat.v4.new_notebook(cells=cells)
     nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
     return nb
@@ -310,29 +323,60 @@ def build_wheel(out: pathlib.Path) -> pathlib.Path:
     return wheels[-1]
 
 
+def assignment_name(exercise: pathlib.Path, chosen=None, points=None, name: str = "") -> str:
+    """The folder (and otter name) of an assignment: the page's stem for the whole chapter as it is;
+    for a choice of exercises or points, the stem and NAME, or the exercises' labels (without the
+    chapter's common prefix), each with its points where they were given: ex03_masks-causal4-padding2."""
+    stem = exercise.stem
+    if name:
+        if not re.fullmatch(r"[\w.]+(?:-[\w.]+)*", name):
+            raise SystemExit(f"NAME={name!r}: use letters, digits, '.', '_' and '-' only")
+        return f"{stem}-{name}"
+    if not chosen and not points:
+        return stem
+    _, exercises = parse(exercise)
+    labels = [label for label in exercises if not chosen or label in chosen]
+    prefix = os.path.commonprefix(list(exercises))
+    prefix = prefix[:prefix.rfind("-") + 1]
+    parts = [label.removeprefix(prefix) + (f"{points[label]:g}" if label in (points or {}) else "") for label in labels]
+    return f"{stem}-{'-'.join(parts)}"
+
+
 def make_assignment(chapter: str, out: pathlib.Path, run_tests: bool = True, chosen=None, points=None,
                     timeout: float = 120, question_timeout: float = 30, wheel: pathlib.Path | None = None,
-                    lang: str = "en") -> pathlib.Path:
+                    lang: str = "en", name: str = "") -> pathlib.Path:
     exercise, solution = pages_for(chapter)
-    target = out / exercise.stem
+    folder = assignment_name(exercise, chosen, points, name)
+    target = out / folder
     if target.exists():
         shutil.rmtree(target)
     (target / "master").mkdir(parents=True)
     wheel = wheel or build_wheel(out / ".wheel")
     master = target / "master" / f"{exercise.stem}.ipynb"
-    nbformat.write(master_notebook(exercise, solution, chosen, points, timeout, question_timeout, wheel.name, lang),
-                   master)
+    nbformat.write(master_notebook(exercise, solution, chosen, points, timeout, question_timeout, wheel.name, lang,
+                                   folder), master)
     command = [str(OTTER), "assign", str(master), str(target)] + ([] if run_tests else ["--no-run-tests"])
     done = subprocess.run(command, cwd=target / "master", capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"otter assign failed for {exercise.name}:\n{done.stdout}\n{done.stderr}")
     _tidy_student_notebook(target / "student" / f"{exercise.stem}.ipynb", lang)
     for autograder in (target / "autograder").glob("*-autograder_*.zip"):
-        with zipfile.ZipFile(autograder, "a") as zf:
-            for folder in (WHEELS, f"{WHEELS}/{WHEELS}"):
-                zf.write(wheel, f"{folder}/{wheel.name}")
-    print(f"{exercise.stem}: student notebook {target / 'student'}, autograder {target / 'autograder'}")
+        _finish_zip(autograder, wheel)
+    print(f"{folder}: student notebook {target / 'student'}, autograder {target / 'autograder'}")
     return target
+
+
+def _finish_zip(path: pathlib.Path, wheel: pathlib.Path) -> None:
+    """Vendor the attnlab wheel into the zip, and make its run_otter.py attnlab's bounded entry point
+    (attnlab.grading.autograder: a file that is not a notebook, or an otter run that fails, still
+    gets a results file)."""
+    with zipfile.ZipFile(path) as zf:
+        entries = [(info, zf.read(info)) for info in zf.infolist()]
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        for info, data in entries:
+            zf.writestr(info, RUN_OTTER if info.filename == "run_otter.py" else data)
+        for folder in (WHEELS, f"{WHEELS}/{WHEELS}"):
+            zf.write(wheel, f"{folder}/{wheel.name}")
 
 
 def _tidy_student_notebook(path: pathlib.Path, lang: str = "en") -> None:
@@ -370,17 +414,18 @@ def main(argv=None):
     parser.add_argument("--no-run-tests", action="store_true", help="skip otter's check of the solutions")
     parser.add_argument("--exercises", default="", help="labels of the exercises to assign (default: all)")
     parser.add_argument("--points", default="", help='points per exercise: "ex-masks-causal=4 ex-masks-padding=2"')
+    parser.add_argument("--name", default="", help="name of a choice of exercises (default: from their labels)")
     parser.add_argument("--timeout", type=float, default=120, help="seconds for a whole notebook when grading")
     parser.add_argument("--question-timeout", type=float, default=30, help="seconds for one cell or question")
     args = parser.parse_args(argv)
     chapters = args.chapters or sorted(p.stem[2:4] for p in (ROOT / "exercises").glob("ex[0-9][0-9]_*.md"))
     chosen, points = args.exercises.split() or None, parse_points(args.points)
-    if (chosen or points) and len(chapters) != 1:
-        raise SystemExit("EXERCISES and POINTS name one chapter's exercises: give exactly one chapter")
+    if (chosen or points or args.name) and len(chapters) != 1:
+        raise SystemExit("EXERCISES, POINTS and NAME name one chapter's exercises: give exactly one chapter")
     out = pathlib.Path(args.out or ROOT / "assignments" / ("" if args.lang == "en" else args.lang))
     wheel = build_wheel(out / ".wheel")
     return [make_assignment(c.zfill(2), out, not args.no_run_tests, chosen, points, args.timeout,
-                            args.question_timeout, wheel, args.lang) for c in chapters]
+                            args.question_timeout, wheel, args.lang, args.name) for c in chapters]
 
 
 if __name__ == "__main__":

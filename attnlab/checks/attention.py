@@ -11,6 +11,7 @@ from .. import masks
 from .. import reference as ref
 from ..errors import EmptyVisibilityError
 from ..i18n import N_, _
+from . import seeds
 from .engine import Mistake, close, error_hint, models, run_model
 from .kernels import attend, softmax, swap
 from .registry import checker
@@ -54,7 +55,7 @@ def _scores_shape_hint(T, S):
 @checker(N_("scores q k^T"), SCORES_MISTAKES)
 def check_scores(run, fn):
     """Check ``fn(q, k)``: the raw dot-product scores ``q @ k^T`` with shape (..., T, S)."""
-    rng = np.random.default_rng(1)
+    rng = seeds.rng(1)
     cases = [
         (N_("the asymmetric example Q = [[1, 2], [0, 1]], K = [[1, 0], [2, 1]]"),
          np.array([[1.0, 2.0], [0.0, 1.0]]), np.array([[1.0, 0.0], [2.0, 1.0]])),
@@ -190,7 +191,7 @@ NO_ERROR = Mistake("empty_row_accepted", N_("a valid query with no readable key 
 
 
 def _attention_cases(with_masks: bool):
-    rng = np.random.default_rng(7)
+    rng = seeds.rng(7)
     cases = [
         (N_("a square case built to expose a missing transpose (T = S = d_k = 3, d_v = 2, asymmetric q and k)"),
          rng.normal(size=(3, 3)), rng.normal(size=(3, 3)), rng.normal(size=(3, 2)), None),
@@ -256,7 +257,7 @@ def check_attention(run, fn, *, masks_too: bool = True):
 
 
 def _check_empty_row(run, fn):
-    rng = np.random.default_rng(9)
+    rng = seeds.rng(9)
     q, k, v = rng.normal(size=(3, 2)), rng.normal(size=(4, 2)), rng.normal(size=(4, 3))
     allowed = np.array([[1, 1, 0, 0], [0, 0, 0, 0], [1, 1, 1, 1]], dtype=bool)
     case = N_("a (3, 4) mask whose second row is all False (a valid query that may read no key)")

@@ -6,6 +6,7 @@ import numpy as np
 from .. import masks
 from .. import reference as ref
 from ..i18n import N_, _
+from . import seeds
 from .engine import FLOAT32, Mistake, close, describe_difference, error_hint, models, run_model
 from .kernels import attend, softmax, swap
 from .registry import checker
@@ -146,7 +147,7 @@ def _torch():
 
 def _cases():
     torch = _torch()
-    g = torch.Generator().manual_seed(3)
+    g = seeds.torch_generator(3)
 
     def randn(*shape):
         return torch.randn(*shape, generator=g, dtype=torch.float32)
@@ -240,7 +241,7 @@ def check_causal_attention(run, fn):
 
 def _dropout_test(run, fn):
     torch = _torch()
-    g = torch.Generator().manual_seed(12)
+    g = seeds.torch_generator(12)
     q, k, v = torch.randn(2, 4, 3, generator=g), torch.randn(2, 6, 3, generator=g), torch.randn(2, 6, 2, generator=g)
     offset = 2
     case = (N_("a call with `dropout=` a deterministic stand-in that keeps the entries whose flat index is not a "
@@ -268,7 +269,7 @@ def _dropout_test(run, fn):
 
 def _future_test(run, fn):
     torch = _torch()
-    g = torch.Generator().manual_seed(8)
+    g = seeds.torch_generator(8)
     q, k, v = (torch.randn(3, 4, generator=g), torch.randn(8, 4, generator=g), torch.randn(8, 3, generator=g))
     offset = 2   # queries at positions 2, 3, 4
     case = N_("the future test (queries at positions 2..4, keys 0..7; keys and values 5..7 replaced)")
@@ -292,7 +293,7 @@ T_PROBE = 7
 
 
 def _projections():
-    rng = np.random.default_rng(21)
+    rng = seeds.rng(21)
     return rng.normal(size=(4, 4)), rng.normal(size=(4, 4)), rng.normal(size=(4, 3))
 
 
@@ -314,7 +315,7 @@ def _self_attention(allowed_rule, *, leak=0.0, fill=-np.inf, quantised_leak=0.0)
 
 def _leak_pairs():
     """Leaks from one later position j into one earlier position i, drawn once with a fixed seed."""
-    rng = np.random.default_rng(44)
+    rng = seeds.rng(44)
     pairs = set()
     while len(pairs) < 3:
         i = int(rng.integers(1, T_PROBE - 2))
@@ -419,7 +420,7 @@ def check_leak_test(run, fn):
     include leaks between positions drawn with a fixed seed, so a test that only looks at a few
     fixed positions misses some of them.
     """
-    x = np.random.default_rng(4).normal(size=(T_PROBE, 4))
+    x = seeds.rng(4).normal(size=(T_PROBE, 4))
     probes = _probes()
     verdicts = []
     for name, attn, _unused in probes:

@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import reference as ref
 from ..i18n import N_, _
+from . import seeds
 from .engine import Mistake, error_hint, models
 from .kernels import softmax
 from .registry import checker
@@ -93,7 +94,7 @@ def check_chunked_attention(run, fn):
     """Check ``fn(q, k, v, block_size)``: exact attention (no mask) computed over key blocks of ``block_size`` with
     a running maximum and running sum; q (T, d_k), k (S, d_k), v (S, d_v) float64 NumPy arrays, and a float64
     NumPy array back. The largest allocation of one call must stay well below the T x S matrix."""
-    rng = np.random.default_rng(17)
+    rng = seeds.rng(17)
     q = np.abs(rng.normal(size=(3, 4))) + 0.2
     k, v = _increasing_keys(rng, 7, 4), rng.normal(size=(7, 3))
     big_q = q * 300

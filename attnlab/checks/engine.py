@@ -177,6 +177,7 @@ class Check:
     def __init__(self, task: str, seconds: float):
         self.task = task
         self.seconds = seconds
+        self.called: tuple[str, ...] = ()     # forbidden entry points the last call used (see call)
 
     # --- ending the run
 
@@ -188,7 +189,7 @@ class Check:
 
     # --- calling student code
 
-    def call(self, fn, case: str, *args, hint=None, expect=(), memory: dict | None = None, **kwargs):
+    def call(self, fn, case: str, *args, hint=None, expect=(), memory: dict | None = None, forbid=(), **kwargs):
         """Run ``fn(*args, **kwargs)`` on copies of the inputs, under the time limit.
 
         A stub's ``NotImplementedError`` ends the run as "not attempted yet"; any other exception
@@ -196,16 +197,19 @@ class Check:
         instance of ``expect``, which is returned. A change to an input in place is reported.
         With a dict ``memory``, ``memory["peak"]`` receives the peak of memory traced by
         ``tracemalloc`` during the call itself, in bytes above what was allocated before it.
+        ``forbid`` names library entry points the task forbids (dotted, e.g.
+        ``"torch.nn.functional.scaled_dot_product_attention"``): afterwards ``self.called`` lists
+        those the call used, in the order of their first use (:mod:`attnlab.grading.recording`).
+        In grading, ``fn`` lives in the student's sandboxed process and this call goes there
+        (:mod:`attnlab.grading.remote`): same verdicts, with the inputs sent as data.
         """
         inputs = [_clone(a) for a in args]
         saved = [_clone(a) for a in inputs]
+        self.called = ()
         try:
             with np.errstate(all="ignore"), warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                if memory is None:
-                    finished, out = run_limited(fn, inputs, kwargs, self.seconds)
-                else:
-                    finished, out = _traced(memory, run_limited, fn, inputs, kwargs, self.seconds)
+                finished, out = self._run(fn, case, inputs, kwargs, memory, tuple(forbid))
         except NotImplementedError:
             raise Stop(R.not_attempted(self.task)) from None
         except Stop:
@@ -231,6 +235,19 @@ class Check:
                             "example `x -= x.max(...)` or `x[...] = ...`). Work on a new array instead: "
                             "`x = x - x.max(...)`.").format(case=_(case), number=position + 1), "changes_input")
         return out
+
+    def _run(self, fn, case, inputs, kwargs, memory, forbid):
+        remote = getattr(fn, "__attnlab_remote__", None)     # grading: the student's process runs fn
+        if remote is not None:
+            return remote.call(self, case, inputs, kwargs, memory, forbid)
+        from ..grading.recording import recording
+        with recording(forbid, [getattr(fn, "__globals__", None)]) as called:
+            if memory is None:
+                result = run_limited(fn, inputs, kwargs, self.seconds)
+            else:
+                result = _traced(memory, run_limited, fn, inputs, kwargs, self.seconds)
+        self.called = tuple(called)
+        return result
 
     # --- reading what came back
 

@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import reference as ref
 from ..i18n import N_, _
+from . import seeds
 from .engine import FLOAT32, Mistake, error_hint, models
 from .kernels import attend
 from .registry import checker
@@ -150,7 +151,7 @@ def check_gqa_attention(run, fn):
     """Check ``fn(q, k, v)`` on torch tensors: q (B, H, T, d_k), k (B, H_kv, S, d_k), v (B, H_kv, S, d_v); query
     head h reads KV head h // (H / H_kv); returns a tensor (B, H, T, d_v)."""
     torch = _torch()
-    g = torch.Generator().manual_seed(6)
+    g = seeds.torch_generator(6)
     cases = [(N_("GQA with H = 4 query heads and H_kv = 2 KV heads (B = 2, T = 3, S = 5)"), 2, 4, 2, 3, 5),
              (N_("GQA with H = 6, H_kv = 3 (B = 1, T = 2, S = 4)"), 1, 6, 3, 2, 4),
              (N_("MQA: H = 4, H_kv = 1"), 2, 4, 1, 3, 3),
@@ -263,7 +264,7 @@ def check_mha_from_torch(run, fn):
     torch = _torch()
     cases = [(N_("d = 8, 2 heads, B = 2, T = 5"), 8, 2, 2, 5), (N_("d = 12, 3 heads, B = 1, T = 4"), 12, 3, 1, 4)]
     for case, d, H, B, T in cases:
-        gen = torch.Generator().manual_seed(d)
+        gen = seeds.torch_generator(d)
         mha = torch.nn.MultiheadAttention(d, H, batch_first=True)
         with torch.no_grad():                 # seeded parameters; default biases are zero: make them visible
             for p in mha.parameters():

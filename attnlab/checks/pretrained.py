@@ -17,6 +17,7 @@ import numpy as np
 from .. import masks
 from .. import reference as ref
 from ..i18n import N_, _
+from . import seeds
 from .engine import Mistake, Stop, describe_difference, error_hint, models
 from .registry import checker
 
@@ -27,7 +28,7 @@ def _params(seed: int, d: int, n_heads: int):
     """A random layer with visible biases: q and k entries of size about 1, b_Q as large as q."""
     from ..pretrained import AttentionParams
 
-    rng = np.random.default_rng(seed)
+    rng = seeds.rng(seed)
     w = [rng.normal(size=(d, d)) / np.sqrt(d) for _unused in range(4)]        # (d, H*d_k) each
     b = [rng.normal(size=d) for _unused in range(4)]                           # (H*d_k,) each
     return AttentionParams(w[0], w[1], w[2], w[3], b[0], b[1], b[2], b[3], n_heads)
@@ -38,7 +39,7 @@ def _layer_cases():
     cases = []
     for seed, lengths, T, d, H, h in ((3, [5, 3], 5, 12, 3, 1), (4, [6, 2, 4], 6, 16, 4, 3),
                                       (5, [4], 4, 12, 2, 0)):
-        rng = np.random.default_rng(100 + seed)
+        rng = seeds.rng(100 + seed)
         valid = np.arange(T)[None, :] < np.array(lengths)[:, None]      # (B, T): right padding
         x = rng.normal(size=(len(lengths), T, d))                       # (B, T, d)
         pad = _("no padding") if min(lengths) == T else _("right padding")
@@ -324,7 +325,7 @@ def share_of_the_markers_rows(w, lengths):
 def _share_cases():
     cases = []
     for seed, lengths, T, H in ((11, [6, 4, 3], 6, 3), (12, [2, 7, 5, 7], 7, 2), (13, [5], 5, 4)):
-        rng = np.random.default_rng(seed)
+        rng = seeds.rng(seed)
         B = len(lengths)
         keys = np.arange(T)[None, :] < np.array(lengths)[:, None]       # (B, T)
         scores = rng.normal(scale=1.5, size=(B, H, T, T))

@@ -8,6 +8,7 @@ import numpy as np
 
 from .. import reference as ref
 from ..i18n import N_, _
+from . import seeds
 from .engine import FLOAT32, FLOAT64, Mistake, close, error_hint, models
 from .registry import checker
 
@@ -99,7 +100,7 @@ def softmax_returns_log(x):
 
 
 def _softmax_cases():
-    rng = np.random.default_rng(2)
+    rng = seeds.rng(2)
     return [
         (N_("a vector of 4 logits"), rng.normal(size=4)),
         (N_("a square 4 x 4 matrix (softmax along each row)"), rng.normal(size=(4, 4)) * 2),
@@ -188,10 +189,10 @@ def check_dropout(run, fn):
     by 1 - p; the random numbers come from the NumPy Generator ``rng``. Every draw below uses a
     fixed seed, so a function gets the same verdict on every run.
     """
-    rng = np.random.default_rng(5)
+    rng = seeds.rng(5)
     a_small = ref.softmax(rng.normal(size=(3, 4)))
     case = N_("p = 0 (nothing is dropped)")
-    got = run.array(run.call(fn, case, a_small, 0.0, np.random.default_rng(0)), case, shape=a_small.shape)
+    got = run.array(run.call(fn, case, a_small, 0.0, seeds.rng(0)), case, shape=a_small.shape)
     if np.all(np.nan_to_num(got) == 0):
         run.fail(_("With p = 0 every weight was dropped: {explanation}").format(
             explanation=P_AS_KEEP.text), P_AS_KEEP.name)
@@ -201,7 +202,7 @@ def check_dropout(run, fn):
     a = ref.softmax(rng.normal(size=(400, 50)))
     p = 0.25
     case = N_("400 x 50 weights with p = 0.25")
-    got = run.array(run.call(fn, case, a, p, np.random.default_rng(11)), case, shape=a.shape)
+    got = run.array(run.call(fn, case, a, p, seeds.rng(11)), case, shape=a.shape)
     keep = got != 0
     expected = a * keep / (1 - p)
     if not close(got, expected):
@@ -221,10 +222,10 @@ def check_dropout(run, fn):
         run.fail(_("On {case}, you dropped {dropped:.1%} of the entries; about {p:.0%} should be "
                    "zero.").format(case=_(case), dropped=dropped, p=p),
                  WRONG_RATE.name)
-    again = run.array(run.call(fn, case, a, p, np.random.default_rng(11)), case, shape=a.shape)
+    again = run.array(run.call(fn, case, a, p, seeds.rng(11)), case, shape=a.shape)
     if not np.array_equal(again, got):
         run.fail(IGNORES_RNG.text[0].upper() + IGNORES_RNG.text[1:], IGNORES_RNG.name)
-    shared = np.random.default_rng(3)
+    shared = seeds.rng(3)
     first = run.array(run.call(fn, case, a, p, shared), case, shape=a.shape)
     second = run.array(run.call(fn, case, a, p, shared), case, shape=a.shape)
     if np.array_equal(first, second):

@@ -6,6 +6,7 @@ import numpy as np
 from .. import masks
 from .. import reference as ref
 from ..i18n import N_, _
+from . import seeds
 from .engine import Mistake, models, run_model
 from .registry import checker
 
@@ -13,7 +14,7 @@ T_PROBE = 6
 
 
 def _projections():
-    rng = np.random.default_rng(31)
+    rng = seeds.rng(31)
     return rng.normal(size=(4, 4)) / 2, rng.normal(size=(4, 4)) / 2, rng.normal(size=(4, 3))
 
 
@@ -102,12 +103,12 @@ def check_equivariance_test(run, fn):
     """Check ``fn(f, x, rng) -> bool``: True iff f(x[perm]) equals f(x)[perm] for random permutations drawn from
     the NumPy Generator ``rng`` (x has shape (T, d); f maps it to (T, d_out)). Every probe gets a generator with a
     fixed seed, so a test gets the same verdict on every run."""
-    x = np.random.default_rng(8).normal(size=(T_PROBE, 4))
+    x = seeds.rng(8).normal(size=(T_PROBE, 4))
     probes = _probes()
     verdicts = []
     for i, (name, f, _unused) in enumerate(probes):
         case = _("the probe \"{name}\"").format(name=_(name))
-        out = run.call(fn, case, f, x, np.random.default_rng(100 + i))
+        out = run.call(fn, case, f, x, seeds.rng(100 + i))
         if not isinstance(out, (bool, np.bool_)):
             run.fail(_("On {case}, your test returned {type}; return True or False "
                        "(`bool(np.allclose(...))`).").format(case=_(case), type=type(out).__name__), NOT_BOOL.name)
@@ -119,7 +120,7 @@ def check_equivariance_test(run, fn):
                             "encodings (one that only differs after position 1), functions that "
                             "read the end rows, sorting and cumulative sums are not.").format(n_probes=len(probes)))
     for mistake in EQUIVARIANCE_TEST_MISTAKES:
-        theirs = [run_model(mistake.model, f, x, np.random.default_rng(100 + i))
+        theirs = [run_model(mistake.model, f, x, seeds.rng(100 + i))
                   for i, (_unused, f, _unused) in enumerate(probes)]
         if theirs == verdicts:
             run.fail(_("Your verdicts match a classic mistake: {explanation}").format(
@@ -167,7 +168,7 @@ NOT_BOOLEAN = Mistake("not_boolean", N_("the mask is not boolean."))
 def check_permute_mask(run, fn):
     """Check ``fn(allowed, perm)``: the (T, T) boolean NumPy mask that goes with the reordered tokens ``x[perm]``,
     so that attention(x[perm], new mask) equals attention(x, allowed)[perm]."""
-    rng = np.random.default_rng(23)
+    rng = seeds.rng(23)
     random_mask = rng.random((5, 5)) < 0.5
     random_mask[np.arange(5), rng.integers(0, 5, size=5)] = True     # every row may read something
     cases = [

@@ -7,7 +7,8 @@ catalogue.
 import importlib
 import pkgutil
 
-MACHINERY = {"answer_table", "catalogue", "engine", "kernels", "limits", "mistakes", "registry", "result", "topics"}
+MACHINERY = {"answer_table", "catalogue", "engine", "kernels", "limits", "mistakes", "registry", "result", "seeds",
+             "topics"}
 
 _PACKAGE = importlib.import_module(__package__)
 TOPICS = sorted(info.name for info in pkgutil.iter_modules(_PACKAGE.__path__)

@@ -1,168 +1,293 @@
-"""The grading process: run a submission's code, then its checks with the pristine checkers.
+"""Where a student's notebook runs: its own bubblewrap sandbox, or a bare process where there is none.
 
-``python -I -m attnlab.grading.sandbox`` reads a job (JSON) on stdin::
+:func:`launch` starts ``python -I -c BOOTSTRAP`` (which serves :mod:`.untrusted`) and returns the
+process with the grader's ends of its channel. Three kinds, chosen by :func:`isolation`:
 
-    {"notebook": "alice.ipynb", "questions": [{"name": "ex-qkv-scores", "checks": ["check_scores(scores)"]}],
-     "skip_cells": [7], "skip_questions": ["ex-qkv-attention"]}
+``"bwrap"`` (Linux with bubblewrap, Debian package ``bubblewrap``): the process sees /usr, the
+    interpreter, the virtual environment and the attnlab package, all read-only; its own /proc
+    and /dev; a private /tmp (a tmpfs of ``Limits.tmp`` bytes) holding only a copy of the
+    notebook. Not the checkout, the solutions, the submissions folder, the home folder or the
+    grader's environment variables. ``--unshare-all`` gives it its own user, PID, IPC, UTS,
+    cgroup and network namespaces (no network), ``--new-session`` no terminal to inject into,
+    ``--die-with-parent`` no life after the grader; when it ends, its PID namespace ends, and with
+    it every process it started, detached or not. As root, the folders are first bound into a
+    private mount namespace at a staging folder (``unshare``, util-linux), and ``setpriv`` runs
+    bubblewrap as an unprivileged user of its own (root's processes are exempt from the limit
+    on processes).
+``"process"`` (no bubblewrap, as root: a Gradescope or Docker container): a plain process run
+    as that unprivileged user (``setpriv``), in a new session, in a private folder; afterwards
+    every process of that user is killed. It can read what the container holds, not write it.
+``"unsafe"`` (no bubblewrap, not root): a plain process in a new session; it can do anything the
+    grader can. ``make grade`` refuses it unless ``UNSAFE=1``.
 
-It imports the checkers and records them (:mod:`attnlab.grading.guard`) before any student code
-runs, then executes the notebook's code cells in order, each in its own ``try`` (like a notebook
-run that continues after errors). Where a cell calls ``grader.check("q")``, question q is graded
-there, with the checkers captured at the start; questions without such a cell are graded after the
-last cell. A check is a call whose arguments are names from the notebook and literals: the
-notebook's own ``check_*`` bindings are never used.
-
-It reports progress as JSON lines on its original stdout (the notebook's own output goes to
-/dev/null)::
-
-    {"cell": 3}                   about to execute code cell 3
-    {"question": "ex-qkv-scores"} about to check it
-    {"result": "ex-qkv-scores", "checks": [{"check": ..., "status": ..., "message": ...}]}
-    {"cell_error": 3, "message": "NameError: name 'x' is not defined"}
-    {"done": true}
-
-:mod:`attnlab.grading.supervisor` enforces the time limits and restarts it after a hang.
+In all three the bootstrap sets the rlimits before the student's first line: address space
+(``Limits.memory``, 4 GiB), CPU seconds, processes (not in "unsafe", where the count is the
+user's), file size and open files.
 """
 from __future__ import annotations
 
-import ast
-import builtins
+import dataclasses
+import functools
 import json
 import os
-import re
+import pathlib
+import shutil
+import signal
+import subprocess
 import sys
+import tempfile
 
-OTTER_LINE = re.compile(r"^\s*(import otter\b|grader\s*=\s*otter\.|grader\.\w+\()")
-CHECK_CALL = re.compile(r"""grader\.check\(\s*["']([^"']+)["']\s*\)""")
+from ..i18n import N_
+
+UID = 1_999_000_000                  # the sandboxes' own users when grading as root: UID + slot
+BOOTSTRAP = """\
+import json, resource, sys
+config = json.loads(sys.argv[1])
+for name, value in config["rlimits"].items():
+    resource.setrlimit(getattr(resource, name), (value, value))
+if config["path"]:
+    sys.path.insert(0, config["path"])
+from attnlab.grading.untrusted import main
+main(config["read"], config["write"])
+"""
+STAGE = 'while [ "$1" != -- ]; do mount --rbind "$1" "$2" || exit 126; shift 2; done; shift; exec "$@"'
+ETC = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime", "/etc/alternatives")
+PACKAGE_PARENT = "/opt/attnlab"
+KINDS = {"bwrap": N_("in a bubblewrap sandbox"),
+         "process": N_("in a process of its own user, without bubblewrap"),
+         "unsafe": N_("in a plain process, WITHOUT a sandbox (UNSAFE)")}
 
 
-class _Shell:
-    """Stands in for ``get_ipython()``: line magics and shell escapes do nothing."""
-
-    def run_line_magic(self, *args, **kwargs):
-        return None
-
-    def run_cell_magic(self, name, line, cell):
-        if name in ("time", "timeit", "capture"):
-            exec(compile(cell, "<cell magic>", "exec"), self.namespace)
-
-    def system(self, *args, **kwargs):
-        return None
-
-    getoutput = system
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    memory: int = 4 << 30            # bytes of address space
+    cpu: int = 600                   # CPU seconds of the whole process
+    processes: int = 64              # processes and threads (bwrap and process kinds)
+    file_size: int = 64 << 20        # bytes of one written file
+    open_files: int = 256
+    tmp: int = 256 << 20             # bytes of the private /tmp (bwrap)
+    threads: int = 2                 # threads of NumPy's and torch's thread pools
 
 
-def code_cells(path: str) -> list[str]:
-    """The notebook's code cells as plain Python (IPython syntax translated)."""
-    with open(path, encoding="utf-8") as f:
-        nb = json.load(f)
-    try:
-        from IPython.core.inputtransformer2 import TransformerManager
-        translate = TransformerManager().transform_cell
-    except ImportError:                                      # pragma: no cover - IPython is a dependency
-        translate = str
-    cells = []
-    for cell in nb.get("cells", []):
-        if cell.get("cell_type") == "code":
-            source = cell.get("source", "")
-            source = "".join(source) if isinstance(source, list) else str(source)
+@dataclasses.dataclass
+class Launched:
+    process: subprocess.Popen
+    to_student: int                  # the grader writes requests here
+    from_student: int                # and reads replies here
+    cleanup: list                    # callables run by stop()
+    uid: int | None = None           # the sandbox's user on this machine, where it has one
+
+    def stop(self) -> None:
+        """Kill the process and everything it started, and close the channel."""
+        for kill in (lambda: os.killpg(self.process.pid, signal.SIGKILL), self.process.kill):
             try:
-                cells.append(translate(source))
-            except Exception:                                # leave it to compile() to report
-                cells.append(source)
-    return cells
+                kill()
+            except (ProcessLookupError, PermissionError):
+                pass
+        self.process.wait()
+        if self.uid is not None:
+            kill_user(self.uid)
+        for fd in (self.to_student, self.from_student):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        for step in self.cleanup:
+            step()
 
 
-def _argument(node: ast.expr, namespace: dict):
-    if isinstance(node, ast.Name):
-        if node.id not in namespace:
-            raise NameError(f"`{node.id}` is not defined: its cell did not run, raised an error, or "
-                            f"the name was changed")
-        return namespace[node.id]
-    return ast.literal_eval(node)
-
-
-def run_check(expression: str, checks: dict, namespace: dict, snapshot, result_type) -> dict:
-    """Evaluate one check such as ``check_attention(attention, masks_too=False)``, never raising."""
-    record = {"check": expression}
-    call = ast.parse(expression, mode="eval").body
-    snapshot.restore()
-    try:
-        function = checks[call.func.id]
-        args = [_argument(a, namespace) for a in call.args]
-        kwargs = {k.arg: _argument(k.value, namespace) for k in call.keywords}
-    except NameError as error:
-        return record | {"status": "failed", "message": str(error)}
-    try:
-        result = function(*args, **kwargs)
-    except BaseException as error:                         # noqa: BLE001 - a student's code may raise anything
-        result = error
-    changed = snapshot.changed()
-    snapshot.restore()
-    if changed:
-        return record | {"status": "failed",
-                         "message": f"Your code changed the grading code while it was being checked "
-                                    f"({', '.join(changed[:3])}); this check scores zero."}
-    if not isinstance(result, result_type):
-        return record | {"status": "failed",
-                         "message": f"The checker could not finish: {type(result).__name__}: "
-                                    f"{str(result)[:300]}"}
-    status = "passed" if result.passed is True else str(result.status)
-    return record | {"status": status, "message": str(result.message)}
-
-
-def main() -> None:
-    job = json.loads(sys.stdin.read())
-    channel = os.dup(1)
-    devnull = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):
-        os.dup2(devnull, fd)
-    sys.stdout = sys.stderr = open(os.devnull, "w")
-
-    def emit(event: dict) -> None:
-        os.write(channel, (json.dumps(event) + "\n").encode())
-
-    import attnlab.checks as pristine
-    from attnlab.checks import CheckResult
-
-    from .guard import Snapshot
-
-    checks = {name: getattr(pristine, name) for name in dir(pristine) if name.startswith("check_")}
-    questions = {q["name"]: q["checks"] for q in job["questions"]}
-    skip_cells, skip_questions = set(job.get("skip_cells", [])), set(job.get("skip_questions", []))
-    cells = code_cells(job["notebook"])
-    shell = _Shell()
-    namespace = {"__name__": "__main__", "__builtins__": builtins, "get_ipython": lambda: shell,
-                 "display": lambda *a, **k: None}
-    shell.namespace = namespace
-    snapshot = Snapshot()
-    graded = set(skip_questions)
-    run = run_check                                       # held here: the module's binding is the student's to break
-
-    def grade(name: str) -> None:
-        if name in graded or name not in questions:
+def kill_user(uid: int) -> None:
+    """SIGKILL every process of ``uid`` (a sandbox's own user), until none is left."""
+    for _ in range(50):
+        found = False
+        for entry in pathlib.Path("/proc").iterdir():
+            try:
+                if entry.name.isdigit() and entry.stat().st_uid == uid:
+                    found = True
+                    os.kill(int(entry.name), signal.SIGKILL)
+            except (OSError, ValueError):
+                continue
+        if not found:
             return
-        graded.add(name)
-        emit({"question": name})
-        results = [run(c, checks, namespace, snapshot, CheckResult) for c in questions[name]]
-        emit({"result": name, "checks": results})
-
-    for index, source in enumerate(cells):
-        marked = CHECK_CALL.findall(source)
-        if index not in skip_cells:
-            emit({"cell": index})
-            code = "\n".join(line for line in source.splitlines() if not OTTER_LINE.match(line))
-            try:
-                exec(compile(code, f"<cell {index}>", "exec"), namespace)
-            except BaseException as error:                 # noqa: BLE001 - SystemExit included
-                emit({"cell_error": index, "message": f"{type(error).__name__}: {str(error)[:300]}"})
-        for name in marked:
-            grade(name)
-    for name in questions:
-        grade(name)
-    emit({"done": True})
-    os._exit(0)
 
 
-if __name__ == "__main__":
-    main()
+def _package_dir() -> pathlib.Path:
+    import attnlab
+    return pathlib.Path(attnlab.__file__).resolve().parent
+
+
+def _read_only_paths() -> list[tuple[str, str]]:
+    """(host path, sandbox path) of the folders the student's Python needs."""
+    prefixes = []
+    for prefix in (sys.base_prefix, sys.base_exec_prefix, sys.prefix, sys.exec_prefix):
+        path = os.path.realpath(prefix)
+        if os.path.isdir(path) and not path.startswith("/usr") and (path, path) not in prefixes:
+            prefixes.append((path, path))
+            if os.path.abspath(prefix) != path:             # a venv reached through a link
+                prefixes.append((path, os.path.abspath(prefix)))
+    package = str(_package_dir())
+    if not any(package.startswith(host + os.sep) for host, _ in prefixes):
+        prefixes.append((package, f"{PACKAGE_PARENT}/attnlab"))
+    return prefixes
+
+
+def _package_path() -> str:
+    package = str(_package_dir())
+    inside = any(package.startswith(os.path.realpath(p) + os.sep)
+                 for p in (sys.base_prefix, sys.prefix) if not os.path.realpath(p).startswith("/usr"))
+    return "" if inside or package.startswith("/usr") else PACKAGE_PARENT
+
+
+def _closed_folders() -> list[pathlib.Path]:
+    """The folders above the interpreter, the environment and attnlab that other users may not enter."""
+    import stat
+    closed = []
+    for start in (sys.executable, sys.base_prefix, sys.prefix, str(_package_dir())):
+        path = pathlib.Path(os.path.realpath(start))
+        closed += [f for f in [path, *path.parents] if f.is_dir() and not f.stat().st_mode & stat.S_IXOTH]
+    return list(dict.fromkeys(closed))
+
+
+def _may_read_search() -> bool:
+    """Whether this process may hand CAP_DAC_READ_SEARCH on (Docker's default set lacks it)."""
+    for line in pathlib.Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("CapBnd:"):
+            return bool(int(line.split()[1], 16) & (1 << 2))
+    return False
+
+
+def _reach_interpreter() -> list[str]:
+    """setpriv's options that let the sandbox's user reach an interpreter in a private home (/root/...):
+    a capability to read, where this root may grant it; in Gradescope's or otter's grading container
+    (it has /autograder) the folders on the way get o+x (enter, not list); else none (the probe fails)."""
+    closed = _closed_folders()
+    if not closed:
+        return []
+    if _may_read_search():
+        return ["--inh-caps=+dac_read_search", "--ambient-caps=+dac_read_search"]
+    if os.path.isdir("/autograder"):
+        for folder in closed:
+            folder.chmod(folder.stat().st_mode | 0o001)
+    return []
+
+
+def _environment(limits: Limits, home: str) -> dict[str, str]:
+    threads = str(limits.threads)
+    return {"PATH": f"{os.path.abspath(os.path.dirname(sys.executable))}:/usr/local/bin:/usr/bin:/bin",
+            "HOME": home, "TMPDIR": home, "USER": "student", "LANG": "C.UTF-8", "MPLBACKEND": "Agg",
+            "MPLCONFIGDIR": f"{home}/.matplotlib", "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1",
+            "OMP_NUM_THREADS": threads, "OPENBLAS_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}
+
+
+def _rlimits(limits: Limits, kind: str) -> dict[str, int]:
+    out = {"RLIMIT_AS": limits.memory, "RLIMIT_CPU": limits.cpu, "RLIMIT_FSIZE": limits.file_size,
+           "RLIMIT_NOFILE": limits.open_files, "RLIMIT_CORE": 0}
+    if kind != "unsafe":
+        out["RLIMIT_NPROC"] = limits.processes
+    return out
+
+
+def _bwrap_arguments(limits: Limits, notebook_fd: int, name: str, mounts) -> list[str]:
+    args = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--ro-bind", "/usr", "/usr"]
+    for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+        if os.path.islink(top):
+            args += ["--symlink", os.readlink(top), top]
+        elif os.path.isdir(top):
+            args += ["--ro-bind", top, top]
+    for path in ETC:
+        args += ["--ro-bind-try", path, path]
+    args += ["--proc", "/proc", "--dev", "/dev", "--size", str(limits.tmp), "--tmpfs", "/tmp"]
+    for source, target in mounts:                             # after /tmp: a venv may live under /tmp
+        args += ["--ro-bind", source, target]
+    args += ["--file", str(notebook_fd), f"/tmp/{name}", "--chdir", "/tmp", "--clearenv"]
+    for key, value in _environment(limits, "/tmp").items():
+        args += ["--setenv", key, value]
+    return args + ["--"]
+
+
+def launch(kind: str, notebook: bytes, name: str, limits: Limits = Limits(), slot: int = 0) -> Launched:
+    """Start the student's process of ``kind`` ("bwrap", "process" or "unsafe") for one notebook."""
+    to_child, to_student = os.pipe()
+    from_student, from_child = os.pipe()
+    config = {"rlimits": _rlimits(limits, kind), "path": _package_path(), "read": to_child, "write": from_child}
+    python = [sys.executable, "-I", "-B", "-c", BOOTSTRAP, json.dumps(config)]
+    work = tempfile.mkdtemp(prefix="attnlab-student-")
+    cleanup = [functools.partial(shutil.rmtree, work, ignore_errors=True)]
+    root = os.geteuid() == 0
+    uid = UID + slot if root else None
+    passed = [to_child, from_child]
+    if kind == "bwrap":
+        copy = pathlib.Path(work, "notebook")
+        copy.write_bytes(notebook)
+        notebook_fd = os.open(copy, os.O_RDONLY)
+        passed.append(notebook_fd)
+        mounts = _read_only_paths()
+        if root:
+            os.chmod(work, 0o755)
+            stage = [(source, os.path.join(work, f"stage{i}"), target) for i, (source, target) in enumerate(mounts)]
+            for _, staged, _ in stage:
+                os.mkdir(staged)
+            argv = ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", STAGE, "sh"]
+            argv += [p for source, staged, _ in stage for p in (source, staged)]
+            argv += ["--", "setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
+            argv += _bwrap_arguments(limits, notebook_fd, name, [(staged, t) for _, staged, t in stage]) + python
+        else:
+            argv = _bwrap_arguments(limits, notebook_fd, name, mounts) + python
+        env, cwd = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}, work
+    else:
+        home = os.path.join(work, "home")
+        os.mkdir(home)
+        pathlib.Path(home, name).write_bytes(notebook)
+        argv, env, cwd = python, _environment(limits, home), home
+        if root and kind == "process":
+            for path in (work, home, os.path.join(home, name)):
+                os.chown(path, uid, uid)
+            argv = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", *_reach_interpreter(), "--"]
+            argv += python
+        else:
+            uid = None
+    try:
+        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL, pass_fds=passed, cwd=cwd, env=env,
+                                   start_new_session=True)
+    finally:
+        for fd in passed:
+            os.close(fd)
+    return Launched(process, to_student, from_student, cleanup, uid if kind == "process" else None)
+
+
+@functools.lru_cache(maxsize=None)
+def works(kind: str) -> bool:
+    """Whether a sandbox of ``kind`` starts here and answers (tried once per process)."""
+    if kind == "bwrap" and shutil.which("bwrap") is None:
+        return False
+    if os.geteuid() == 0 and any(shutil.which(tool) is None for tool in ("setpriv", "unshare")):
+        return False
+    from . import wire
+    launched = launch(kind, b"{}", "probe.ipynb", Limits(cpu=60))
+    try:
+        wire.write_message(launched.to_student, {"op": "cell", "source": "pass", "id": 0})
+        reader = wire.Reader(launched.from_student)
+        import time
+        header, _ = reader.read(time.monotonic() + 60)
+        return header.get("ok") is True
+    except (wire.ChannelError, OSError):
+        return False
+    finally:
+        launched.stop()
+
+
+def isolation(unsafe: bool = False) -> str | None:
+    """The best kind this machine offers: "bwrap", then "process" (as root); "unsafe" only if allowed.
+
+    ``$ATTNLAB_SANDBOX`` ("bwrap", "process" or "unsafe") asks for one kind, where it works: the
+    tests use it to try the kinds a Gradescope container gets.
+    """
+    wanted = os.environ.get("ATTNLAB_SANDBOX", "")
+    if wanted in KINDS and (wanted != "unsafe" or unsafe) and (wanted == "unsafe" or works(wanted)):
+        return wanted
+    if works("bwrap"):
+        return "bwrap"
+    if os.geteuid() == 0 and shutil.which("setpriv") and works("process"):
+        return "process"
+    return "unsafe" if unsafe else None

@@ -3,8 +3,9 @@
 otter shows a failed test as the exception it raised, so a check that fails raises
 :class:`CheckFailed` whose message is the checker's diagnosis (for example
 "scores: not attempted yet. Your function still raises `NotImplementedError`: ..."),
-never a traceback of the checker. These in-notebook checks are for the student's benefit; the
-scores that count come from :mod:`attnlab.grading.sandbox`.
+never a traceback of the checker. These in-notebook checks run in the student's own kernel, for
+the student's benefit; the scores that count come from :mod:`attnlab.grading.supervisor` (the
+notebook in a sandbox, the checks in the grader's process).
 """
 from __future__ import annotations
 

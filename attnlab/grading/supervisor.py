@@ -1,27 +1,33 @@
-"""Grade one notebook in a fresh sandbox process, with time limits, and turn checks into points.
+"""Grading one notebook: its cells run in the student's process, its checks run here.
 
-:func:`grade_notebook` starts ``python -I -m attnlab.grading.sandbox`` (see there) and follows
-its progress. A cell or a question that runs longer than ``question_timeout`` seconds, or a
-process that dies (``os._exit``, a crash), is stopped; the sandbox is started again from the
-top, skipping that cell or question, so the rest of the notebook is still graded. Past
-``timeout`` seconds for the whole notebook, every question not yet graded scores zero, with a
-note saying so. A question of ``points`` points with k checks earns ``points / k`` per check
-passed.
+:func:`grade_notebook` starts the student's process (:mod:`.remote`, in a sandbox of
+:mod:`.sandbox`), asks it to run the notebook's code cells one by one, and at each
+``grader.check("q")`` (or after the last cell) runs question q's checks in *this* process, with
+the checkers of this process's own ``attnlab.checks``, which no student code has touched: the
+checker computes the cases (drawn from the run's seed, :mod:`attnlab.checks.seeds`), the
+reference and the mistake models, and only calls the student's function, through the channel.
+
+A cell that runs longer than ``question_timeout`` seconds, or that ends the process (``os._exit``,
+a crash, a signal, a broken channel), is noted; the process is started again from the top
+without that cell, so the rest of the notebook is still graded. A call of a student's function
+is limited to ``question_timeout`` seconds by the checker, whose diagnosis ("ran longer than
+30 s") reaches the feedback. Past ``timeout`` seconds for the whole notebook, every question not
+yet graded scores zero, with a note saying so. A question of ``points`` points with k checks earns
+``points / k`` per check passed. Nothing here raises for the notebook's sake.
 """
 from __future__ import annotations
 
-import json
-import os
+import ast
 import pathlib
-import selectors
-import signal
-import subprocess
-import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 
-STARTUP = 60      # seconds a fresh sandbox may take to import torch and the checkers, on a busy machine
+from ..i18n import N_, _
+from . import notebook as nb
+from .remote import Ended, StudentProcess
+from .sandbox import Limits
+
+STARTUP = 60      # seconds a fresh process may take to start, on a busy machine
 
 
 @dataclass
@@ -44,6 +50,7 @@ class QuestionResult:
 class NotebookResult:
     questions: list[QuestionResult]
     notes: list[str] = field(default_factory=list)       # about the whole notebook (hangs, errors)
+    seed: int | None = None                              # the seed the checkers' cases were drawn from
 
     @property
     def total(self) -> float:
@@ -59,112 +66,146 @@ def _score(question: Question, checks: list[dict]) -> float:
     return round(question.points * passed / max(len(question.checks), 1), 6)
 
 
-class _Run:
-    """One sandbox process and the events it has sent."""
+def _argument(node: ast.expr, process: StudentProcess):
+    if isinstance(node, ast.Name):
+        return process.resolve(node.id)
+    return ast.literal_eval(node)
 
-    def __init__(self, notebook: pathlib.Path, questions, skip_cells, skip_questions, check_timeout, workdir):
-        job = {"notebook": str(notebook), "questions": [q.__dict__ for q in questions],
-               "skip_cells": sorted(skip_cells), "skip_questions": sorted(skip_questions)}
-        env = dict(os.environ, MPLBACKEND="Agg", PYTHONHASHSEED="0",
-                   ATTNLAB_CHECK_TIMEOUT=os.environ.get("ATTNLAB_CHECK_TIMEOUT", str(check_timeout)))
-        self.process = subprocess.Popen([sys.executable, "-I", "-m", "attnlab.grading.sandbox"],
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                        cwd=workdir, env=env, start_new_session=True)
-        self.process.stdin.write(json.dumps(job).encode())
-        self.process.stdin.close()
-        self.selector = selectors.DefaultSelector()
-        self.selector.register(self.process.stdout, selectors.EVENT_READ)
-        self.buffer = b""
 
-    def events(self, deadline_for):
-        """Yield events; yield None when the current step passes its deadline or the process ends."""
-        while True:
-            while b"\n" in self.buffer:
-                line, self.buffer = self.buffer.split(b"\n", 1)
-                try:
-                    yield json.loads(line)
-                except ValueError:
-                    continue
-            wait = deadline_for() - time.monotonic()
-            if wait <= 0 or not self.selector.select(timeout=wait):
-                yield None
-                return
-            chunk = os.read(self.process.stdout.fileno(), 65536)
-            if not chunk:
-                yield None
-                return
-            self.buffer += chunk
+def run_check(expression: str, process: StudentProcess, checkers: dict, seconds: float) -> dict:
+    """Evaluate one check such as ``check_attention(attention, masks_too=False)`` here, never raising:
+    names are the notebook's (asked of its process), literals are read here, the checker is ours."""
+    record = {"check": expression}
+    try:
+        call = ast.parse(expression, mode="eval").body
+        function = checkers[call.func.id]
+        args = [_argument(a, process) for a in call.args]
+        kwargs = {k.arg: _argument(k.value, process) for k in call.keywords}
+    except NameError as error:
+        return record | {"status": "failed", "message": _(
+            "`{name}` is not defined: its cell did not run, raised an error, or the name was changed").format(
+                name=error.args[0] if error.args else "?")}
+    except Ended as ended:
+        return record | {"status": "failed", "message": _("Your notebook {what}.").format(what=_(ended.reason))}
+    kwargs.setdefault("timeout", seconds)
+    try:
+        result = function(*args, **kwargs)
+        status = "passed" if result.passed is True else str(result.status)
+        return record | {"status": status, "message": str(result.message)}
+    except Exception as error:                           # the checkers never raise; if one did, say so
+        return record | {"status": "failed", "message": _("The checker could not finish: {error}.").format(
+            error=type(error).__name__)}
 
-    def stop(self):
+
+class _Grading:
+    """The state of one notebook's grading across restarts of its process."""
+
+    def __init__(self, path, questions, timeout, question_timeout, kind, seed, limits, slot):
+        self.path = pathlib.Path(path)
+        self.data = self.path.read_bytes()
+        self.questions = {q.name: q for q in questions}
+        self.order = list(questions)
+        self.timeout, self.question_timeout = timeout, question_timeout
+        self.kind, self.seed, self.limits, self.slot = kind, seed, limits, slot
+        self.start = time.monotonic()
+        self.results: dict[str, QuestionResult] = {}
+        self.notes: list[str] = []
+        self.skip: set[int] = set()
+        self.errors: dict[int, str] = {}
+        from .. import checks
+        self.checkers = {name: getattr(checks, name) for name in checks.__all__ if name.startswith("check_")}
+
+    def left(self) -> float:
+        return self.start + self.timeout - time.monotonic()
+
+    def grade(self, name: str, process: StudentProcess) -> None:
+        from ..checks.seeds import cases_from
+        if name in self.results or name not in self.questions:
+            return
+        question = self.questions[name]
+        with cases_from(self.seed):
+            checks = [run_check(c, process, self.checkers, self.question_timeout) for c in question.checks]
+        if self.left() <= 0:
+            return                                       # the time limit's note covers it
+        self.results[name] = QuestionResult(name, question.points, _score(question, checks), checks)
+
+    def attempt(self, cells: list[nb.Cell]) -> bool:
+        """Run the notebook once from the top; True when every question is graded, False to restart."""
+        process = StudentProcess(self.kind, self.data, self.path.name, self.limits, self.slot)
+        process.deadline = self.start + self.timeout
         try:
-            os.killpg(self.process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        self.process.wait()
-        self.selector.close()
-        self.process.stdout.close()
+            try:
+                process.run_cell("pass", -1, min(STARTUP, max(self.left(), 1)))
+            except Ended:
+                self.notes.append(_("The grading process could not start on this notebook."))
+                return True
+            for index, cell in enumerate(cells):
+                if index not in self.skip:
+                    if self.left() <= 0:
+                        return True
+                    try:
+                        error = process.run_cell(cell.source, index, min(self.question_timeout, self.left()))
+                    except Ended as ended:
+                        if self.left() > 0:
+                            self.skip.add(index)
+                            self.note_cell(index, ended)
+                        return self.left() <= 0
+                    if error:
+                        self.errors.setdefault(index, error)
+                for name in cell.checks:
+                    self.grade(name, process)
+                    if not process.alive:
+                        return self.left() <= 0
+            for name in self.questions:
+                self.grade(name, process)
+                if not process.alive:
+                    return self.left() <= 0
+            return True
+        finally:
+            process.close()
+
+    def note_cell(self, index: int, ended: Ended) -> None:
+        if ended.hung:
+            why = _("ran longer than {seconds:g} s and was stopped").format(seconds=self.question_timeout)
+        else:
+            why = _(ended.reason)
+        self.notes.append(_("Code cell {number} {why}; it was skipped and the rest was graded without it.").format(
+            number=index + 1, why=why))
+
+    def result(self) -> NotebookResult:
+        if self.left() <= 0:
+            self.notes.append(_("The notebook ran past the time limit of {seconds:g} s; the questions not finished "
+                                "by then score zero.").format(seconds=self.timeout))
+            note = _("not finished within the notebook's time limit of {seconds:g} s").format(seconds=self.timeout)
+        else:
+            note = _(NOT_GRADED)
+        for index, message in sorted(self.errors.items()):
+            self.notes.append(_("Code cell {number} raised {error}").format(number=index + 1, error=message))
+        ordered = [self.results.get(q.name) or QuestionResult(q.name, q.points, note=note) for q in self.order]
+        return NotebookResult(ordered, self.notes, self.seed)
 
 
-def grade_notebook(notebook, questions: list[Question], timeout: float = 120,
-                   question_timeout: float = 30) -> NotebookResult:
-    """Grade ``notebook`` (an .ipynb path) on ``questions``; never raises for the notebook's sake."""
-    notebook = pathlib.Path(notebook).resolve()
-    start = time.monotonic()
-    results: dict[str, QuestionResult] = {}
-    notes: list[str] = []
-    skip_cells: set[int] = set()
-    errors: dict[int, str] = {}
-    with tempfile.TemporaryDirectory(prefix="attnlab-grade-") as workdir:
-        while True:
-            run = _Run(notebook, questions, skip_cells, set(results), question_timeout, workdir)
-            step = {"kind": None, "at": time.monotonic()}
+NOT_GRADED = N_("not graded")
 
-            def deadline():
-                allowance = question_timeout + (STARTUP if step["kind"] is None else 0)
-                return min(start + timeout, step["at"] + allowance)
 
-            finished = False
-            for event in run.events(deadline):
-                if event is None:
-                    break
-                if "cell" in event or "question" in event:
-                    step.update(kind=("cell", event["cell"]) if "cell" in event else ("question", event["question"]),
-                                at=time.monotonic())
-                elif "cell_error" in event:
-                    errors.setdefault(event["cell_error"], str(event.get("message", "")))
-                elif "result" in event:
-                    q = next((q for q in questions if q.name == event["result"]), None)
-                    if q is not None and q.name not in results:
-                        checks = [dict(c) for c in event.get("checks", [])][: len(q.checks)]
-                        results[q.name] = QuestionResult(q.name, q.points, _score(q, checks), checks)
-                elif event.get("done"):
-                    finished = True
-                    break
-            run.stop()
-            if finished:
-                break
-            elapsed = time.monotonic() - start
-            if elapsed >= timeout:
-                notes.append(f"The notebook ran past the time limit of {timeout:g} s; the questions not "
-                             f"finished by then score zero.")
-                for q in questions:
-                    results.setdefault(q.name, QuestionResult(q.name, q.points, note="not finished within the "
-                                                              f"notebook's time limit of {timeout:g} s"))
-                break
-            kind = step["kind"]
-            why = (f"ran longer than {question_timeout:g} s and was stopped"
-                   if time.monotonic() >= deadline() else "ended the grading process")
-            if kind is None:
-                notes.append("The grading process could not start on this notebook.")
-                break
-            if kind[0] == "cell":
-                skip_cells.add(kind[1])
-                notes.append(f"Code cell {kind[1] + 1} {why}; it was skipped and the rest was graded "
-                             f"without it.")
-            else:
-                results[kind[1]] = QuestionResult(kind[1], next(q.points for q in questions if q.name == kind[1]),
-                                                  note=f"its check {why}, so it scores zero")
-    for index, message in sorted(errors.items()):
-        notes.append(f"Code cell {index + 1} raised {message}")
-    ordered = [results.get(q.name) or QuestionResult(q.name, q.points, note="not graded") for q in questions]
-    return NotebookResult(ordered, notes)
+def grade_notebook(notebook, questions: list[Question], timeout: float = 120, question_timeout: float = 30,
+                   *, kind: str | None = None, seed: int | None = None, limits: Limits | None = None,
+                   slot: int = 0) -> NotebookResult:
+    """Grade ``notebook`` (an .ipynb path) on ``questions``; never raises for the notebook's sake.
+
+    ``kind``: the sandbox (:func:`.sandbox.isolation` picks the best there is); ``seed``: the cases'
+    seed (None: the fixed cases of the notebooks); ``slot``: which of the concurrent sandboxes.
+    """
+    from .sandbox import isolation
+    kind = kind or isolation(unsafe=True)
+    limits = limits or Limits(cpu=int(2 * timeout + STARTUP))
+    grading = _Grading(notebook, questions, timeout, question_timeout, kind, seed, limits, slot)
+    problem = nb.problem_with(grading.data)
+    if problem:
+        return NotebookResult([QuestionResult(q.name, q.points, note=_("the file is not a notebook"))
+                               for q in questions], [problem], seed)
+    cells = nb.code_cells(grading.data)
+    for _attempt in range(len(cells) + len(questions) + 2):   # each restart skips a cell or grades a question
+        if grading.attempt(cells):
+            break
+    return grading.result()

@@ -13,6 +13,7 @@ import nbformat
 
 # Chapter 1's autograded questions, as the exercise page defines them (tests assert the zip agrees)
 QUESTIONS = ["ex-qkv-shapes", "ex-qkv-trap", "ex-qkv-scores", "ex-qkv-attention"]
+WRITTEN = ["ex-qkv-packing", "ex-qkv-tied"]                 # graded by hand, one point each
 FUNCTIONS = {"ex-qkv-scores": "scores", "ex-qkv-attention": "attention"}
 
 GAMING = '''\

@@ -54,8 +54,8 @@ def test_the_zip_names_attnlab_and_its_pinned_dependencies(unpacked):
 
 
 def test_a_fresh_venv_from_the_zip_grades_solution_full_blank_and_gamed_zero(unpacked, chapter1, tmp_path):
-    """otter run in the zip's environment; in otter's kernel the gamed notebook's tricks would pass,
-    and the plugin's sandbox scores replace otter's."""
+    """otter run in the zip's environment: otter's kernel runs none of the notebook's code (the
+    plugin empties it), and the plugin's isolated grading gives the scores."""
     folder, zip_path = unpacked
     env = yaml.safe_load((folder / "environment.yml").read_text())
     pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
@@ -81,5 +81,5 @@ def test_a_fresh_venv_from_the_zip_grades_solution_full_blank_and_gamed_zero(unp
         assert [tests[q]["score"] for q in QUESTIONS] == [expected * tests[q]["max_score"] for q in QUESTIONS], name
         assert all(tests[q]["max_score"] == 1 for q in QUESTIONS)
         outputs[name] = "".join(tests[q]["output"] for q in QUESTIONS)
-    assert "changed the grading code" in outputs["gamed"] and "not attempted yet" in outputs["blank"]
+    assert "not attempted yet" in outputs["blank"] and "Did you forget `return`?" in outputs["gamed"]
     assert "Traceback" not in "".join(outputs.values())

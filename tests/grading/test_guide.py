@@ -25,18 +25,22 @@ def test_make_grade_as_the_guide_says_gives_blank_zero_and_model_answer_full_mar
     rows = list(csv.DictReader(open(folder / "gradebook.csv")))
     assert [r["student"] for r in rows] == ["blank", "model-answer"]
     blank, model = rows
-    assert float(model["possible"]) > 0 and model["total"] == model["possible"]
+    autograded = [q for q in list(model)[3:] if model[q] != ""]
+    written = [q for q in list(model)[3:] if model[q] == ""]         # columns to fill by hand
+    assert autograded and written and all(float(model[q]) > 0 for q in autograded)
+    assert float(model["total"]) == sum(float(model[q]) for q in autograded)     # every autograded point
+    assert float(model["possible"]) == float(model["total"]) + len(written)      # and one per written question
     assert blank["total"] == "0" and blank["possible"] == model["possible"]
-    questions = list(rows[0])[3:]
-    assert questions and sum(float(model[q]) for q in questions) == float(model["total"])
     printed = "\n".join(o.stdout for o in guide.outputs)
     assert "student,total,possible" in printed and "not attempted yet" in printed   # the cat commands
     written = (folder / "written" / "model-answer.md").read_text()
     assert "Exercise:" in written
 
 
-def test_exercises_and_points_choose_questions_and_weights(guide):
-    zips = list((guide.clone / "assignments" / "ex03_masks" / "autograder").glob("*-autograder_*.zip"))
+def test_exercises_and_points_choose_questions_and_weights_in_a_folder_of_their_own(guide):
+    assert not (guide.clone / "assignments" / "ex03_masks").exists()       # the whole chapter's name stays free
+    zips = list((guide.clone / "assignments" / "ex03_masks-causal4-padding2" / "autograder").glob(
+        "*-autograder_*.zip"))
     assert len(zips) == 1
     config = json.loads(zipfile.ZipFile(zips[0]).read("otter_config.json"))
     plugin = config["plugins"][0]["attnlab.grading.otter_plugin.IsolatedGrading"]

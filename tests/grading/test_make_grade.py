@@ -3,10 +3,11 @@
 The expected rows are stated from what each submission is, not read back from the grader: the
 solution earns every point, the blank and every file that is not a notebook none, the partial
 one all but its last question, the hanging one all but the question that loops, and the gamed
-one exactly what the blank one earns.
+one exactly what the blank one earns. (Attacks on the grader itself: test_hostile.py.)
 """
 import csv
 import json
+import re
 import subprocess
 import time
 
@@ -15,7 +16,7 @@ import pytest
 
 from attnlab.grading import Question, grade_notebook
 
-from .submissions import QUESTIONS, write_submissions
+from .submissions import QUESTIONS, WRITTEN, write_submissions
 
 pytestmark = pytest.mark.slow
 
@@ -37,9 +38,11 @@ def graded(guide, chapter1, tmp_path_factory):
 def test_the_gradebook_has_one_sorted_row_per_file_and_a_column_per_question(graded):
     folder, rows, _, _ = graded
     header = next(csv.reader(open(folder / "gradebook.csv")))
-    assert header == ["student", "total", "possible", *QUESTIONS]
+    assert header == ["student", "total", "possible", *QUESTIONS, *WRITTEN]
     assert list(rows) == sorted(p.stem for p in folder.glob("*.ipynb"))
-    assert {r["possible"] for r in rows.values()} == {str(len(QUESTIONS))}      # one check, one point each
+    # one point per check, one per written question; the written ones' columns wait for the instructor
+    assert {r["possible"] for r in rows.values()} == {str(len(QUESTIONS) + len(WRITTEN))}
+    assert {r[w] for r in rows.values() for w in WRITTEN} == {""}
 
 
 def test_scores_follow_what_each_submission_is(graded):
@@ -75,13 +78,15 @@ def test_feedback_is_in_words_and_says_what_happened(graded):
     assert "not valid JSON" in feedback["not-json"]
     assert "empty" in feedback["empty"]
     assert "not a Jupyter notebook" in feedback["not-a-notebook"]
-    assert "changed the grading code" in feedback["gamed"]                     # attention() patched numpy
-    assert "Written questions" in feedback["solution"]
+    assert "is None. Did you forget `return`?" in feedback["gamed"]           # its patches changed nothing
+    assert "Written questions" in feedback["solution"] and "ex-qkv-tied (1 point)" in feedback["solution"]
 
 
-def test_the_run_shows_a_progress_bar(graded):
+def test_the_run_shows_a_progress_bar_and_says_which_autograder_and_seed(graded):
     _, _, done, _ = graded
     assert "grading ex01_qkv" in done.stderr and "8/8" in done.stderr
+    assert "with the autograder" in done.stdout and "ex01_qkv-autograder_" in done.stdout
+    assert "bubblewrap sandbox" in done.stdout and "cases drawn from seed" in done.stdout
 
 
 def test_a_notebook_past_its_time_limit_scores_zero_on_what_it_had_not_finished(chapter1, tmp_path):
@@ -98,3 +103,16 @@ def test_a_notebook_past_its_time_limit_scores_zero_on_what_it_had_not_finished(
     assert earned == {"ex-qkv-shapes": 1, "ex-qkv-trap": 1, "ex-qkv-scores": 0, "ex-qkv-attention": 0}
     assert any("time limit of 60 s" in n for n in result.notes)
     assert all("time limit" in q.note for q in result.questions[2:])
+
+
+def test_grading_in_chinese_gives_a_chinese_feedback_file(guide, tmp_path):
+    folder = tmp_path / "zh"
+    folder.mkdir()
+    (folder / "blank.ipynb").write_bytes((guide.clone / "submissions" / "ex01" / "blank.ipynb").read_bytes())
+    done = subprocess.run(["make", "grade", "CHAPTER=01", f"SUBMISSIONS={folder}", "LANG=zh_CN"], cwd=guide.clone,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    text = (folder / "feedback" / "blank.md").read_text()
+    assert "尚未作答" in text and "总分" in text and "书面题" in text
+    words = re.sub(r"`[^`]*`|ex-qkv-[\w-]+|ex01_qkv|blank", "", text)
+    assert not re.search(r"\b(the|your|points?|not attempted|Written|Total)\b", words), text

@@ -1,17 +1,15 @@
-"""Fast tests of the grading pieces: assignment options, bad files, and the guard against patching."""
+"""Fast tests of the grading pieces: assignment options, their folders, bad files, cells, points."""
 import json
 import pathlib
 import sys
 
-import numpy as np
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
-import grade  # noqa: E402
 import make_assignments  # noqa: E402
 
-from attnlab.grading.sandbox import code_cells, run_check  # noqa: E402
+from attnlab.grading.notebook import code_cells, problem_with  # noqa: E402
 from attnlab.grading.supervisor import Question, _score  # noqa: E402
 
 EX03 = ROOT / "exercises" / "ex03_masks.md"
@@ -41,12 +39,29 @@ def test_unknown_exercise_labels_are_named_with_the_choices():
     assert make_assignments.parse_points("a=4 b=2.5") == {"a": 4.0, "b": 2.5}
 
 
-def test_written_exercises_become_manual_questions():
-    nb = make_assignments.master_notebook(ROOT / "exercises" / "ex01_qkv.md", ROOT / "solutions" / "sol01_qkv.md")
+def test_written_exercises_become_manual_questions_with_their_points():
+    nb = make_assignments.master_notebook(ROOT / "exercises" / "ex01_qkv.md", ROOT / "solutions" / "sol01_qkv.md",
+                                          points={"ex-qkv-tied": 3})
     manual = [c.source for c in nb.cells if c.cell_type == "raw" and "manual: true" in c.source]
     assert manual and all(m.startswith("# BEGIN QUESTION\nname: ex-qkv-") for m in manual)
     plugin = config_of(nb)["generate"]["plugins"][0]["attnlab.grading.otter_plugin.IsolatedGrading"]
-    assert plugin["written"] == [m.split("name: ")[1].split("\n")[0] for m in manual]
+    names = [m.split("name: ")[1].split("\n")[0] for m in manual]
+    assert [w["name"] for w in plugin["written"]] == names
+    assert {w["name"]: w["points"] for w in plugin["written"]}["ex-qkv-tied"] == 3
+    assert "points: 3" in next(m for m in manual if "ex-qkv-tied" in m)
+
+
+def test_a_choice_of_exercises_gets_a_folder_of_its_own():
+    page = ROOT / "exercises" / "ex03_masks.md"
+    assert make_assignments.assignment_name(page) == "ex03_masks"
+    assert make_assignments.assignment_name(page, ["ex-masks-causal", "ex-masks-padding"]) == \
+        "ex03_masks-causal-padding"
+    assert make_assignments.assignment_name(page, ["ex-masks-causal", "ex-masks-padding"],
+                                            {"ex-masks-causal": 4, "ex-masks-padding": 2}) == \
+        "ex03_masks-causal4-padding2"
+    assert make_assignments.assignment_name(page, None, None, "week2") == "ex03_masks-week2"
+    with pytest.raises(SystemExit, match="NAME"):
+        make_assignments.assignment_name(page, None, None, "../x")
 
 
 def test_the_autograder_requirements_are_the_lock_pins():
@@ -63,10 +78,8 @@ def test_the_autograder_requirements_are_the_lock_pins():
                                             (b"[1, 2]", "not a Jupyter notebook"),
                                             (b'{"cells": "x", "nbformat": 4}', "not a valid Jupyter notebook"),
                                             (b"\xff\xfe\x00", "not text")])
-def test_files_that_are_not_notebooks_are_explained(tmp_path, content, words):
-    path = tmp_path / "x.ipynb"
-    path.write_bytes(content)
-    assert words in grade.problem_with(path)
+def test_files_that_are_not_notebooks_are_explained(content, words):
+    assert words in problem_with(content)
 
 
 def test_points_are_shared_among_checks():
@@ -75,41 +88,22 @@ def test_points_are_shared_among_checks():
     assert _score(q, [{"status": "passed"}, {"status": "passed"}]) == 4
 
 
-def test_ipython_syntax_in_cells_is_translated(tmp_path):
-    path = tmp_path / "nb.ipynb"
-    path.write_text(json.dumps({"cells": [{"cell_type": "code", "source": ["%matplotlib inline\n", "x = 1"]}],
-                                "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
-    assert code_cells(str(path)) == ["get_ipython().run_line_magic('matplotlib', 'inline')\nx = 1\n"]
+def test_ipython_syntax_is_translated_and_otter_lines_become_check_points():
+    data = json.dumps({"cells": [{"cell_type": "code", "source": ["%matplotlib inline\n", "x = 1"]},
+                                 {"cell_type": "markdown", "source": "text"},
+                                 {"cell_type": "code", "source": 'import otter\ngrader.check("q1")\ny = 2'}],
+                       "metadata": {}, "nbformat": 4, "nbformat_minor": 5}).encode()
+    cells = code_cells(data)
+    assert [c.source for c in cells] == ["get_ipython().run_line_magic('matplotlib', 'inline')\nx = 1", "y = 2"]
+    assert [c.checks for c in cells] == [[], ["q1"]]
 
 
-def test_a_check_ignores_the_notebooks_check_names_and_undoes_patches():
-    """run_check uses the checkers it is given, and the snapshot undoes patching before checking."""
-    import attnlab.checks as checks
-    from attnlab.checks import CheckResult
-    from attnlab.grading.guard import Snapshot
-
-    snapshot = Snapshot()
-    original = np.allclose
-    fake = CheckResult("scores", "passed", "fake")
-    namespace = {"scores": lambda q, k: None, "check_scores": lambda f: fake}
-    pristine = {"check_scores": checks.check_scores}
-    try:
-        np.allclose = lambda *a, **k: True                            # patched at the top of a cell
-        checks.check_scores = lambda f: fake
-        record = run_check("check_scores(scores)", pristine, namespace, snapshot, CheckResult)
-        assert record["status"] == "failed"
-        assert np.allclose is original and checks.check_scores is pristine["check_scores"]   # put back
-        namespace["scores"] = lambda q, k: q @ np.swapaxes(k, -1, -2)
-        assert run_check("check_scores(scores)", pristine, namespace, snapshot, CheckResult)["status"] == "passed"
-
-        def patching(q, k):
-            np.allclose = lambda *a, **kw: True                       # patched while being checked
-            return q @ np.swapaxes(k, -1, -2)
-        namespace["scores"] = patching
-        record = run_check("check_scores(scores)", pristine, namespace, snapshot, CheckResult)
-        assert record["status"] == "failed" and "numpy.allclose" in record["message"]
-        assert np.allclose is original
-        record = run_check("check_scores(missing)", pristine, namespace, snapshot, CheckResult)
-        assert record["status"] == "failed" and "`missing` is not defined" in record["message"]
-    finally:
-        snapshot.restore()
+def test_functions_that_call_attnlab_or_a_librarys_attention_are_listed():
+    from attnlab.grading.shortcuts import shortcuts
+    found = shortcuts(["import attnlab as al\nimport torch.nn.functional as F\nfrom attnlab.masks import causal",
+                       "def attention(q, k, v):\n    return al.attention(q, k, v)\n\n"
+                       "def mine(q, k, v):\n    print(al.tr('x'))\n"
+                       "    return causal(3), F.scaled_dot_product_attention(q, k, v)\n\n"
+                       "def honest(q, k, v):\n    return q @ k.T\n\nal.attention(1, 2, 3)"])
+    assert found == {"attention": ["attnlab.attention"],
+                     "mine": ["attnlab.masks.causal", "torch.nn.functional.scaled_dot_product_attention"]}
