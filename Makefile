@@ -175,7 +175,9 @@ test-pdf: $(STAMP)
 lab: $(STAMP)
 	$(VENV)/bin/jupyter lab
 
+# The prose shows the numbers the edition computed: its pages execute first (those the cache lacks).
 notebooks: $(STAMP)
+	$(if $(filter zh_CN,$(BOOK_LANG)),$(PY) tools/edition_config.py zh && ATTNLAB_LANG=zh_CN $(EXECUTE) --config _config_zh.yml --toc _toc_zh.yml,$(EXECUTE))
 	$(PY) tools/make_notebooks.py $(LANG_FLAG)
 
 # EXERCISES="ex-masks-causal ex-masks-padding" assigns some exercises of one chapter;

@@ -1,10 +1,12 @@
 """Write .ipynb copies of the chapters and exercises into notebooks/ (``make notebooks``).
 
 The book's pages are MyST Markdown notebooks; jupytext reads them. Plain Jupyter does not render
-MyST directives and roles, so each markdown cell is lightly translated: cross-reference roles become
-their text, labels are dropped, exercise boxes become headings, dropdowns become <details> and
+MyST directives and roles, so each markdown cell is turned into what the book shows: a reference
+becomes the title of what it names (as the book's link text is), a glued value the number or text
+the edition computed (read from the edition's execution cache, which ``make notebooks`` fills
+first), labels are dropped, exercise boxes become headings, dropdowns become <details> and
 numbered equations become $$ blocks. Code cells are unchanged. Solutions are not written unless
-``--solutions`` is given (for instructors).
+``--solutions`` is given (for instructors). ``bookbuild.lint.notebooks`` checks the result.
 
 ``--lang zh_CN`` writes the Chinese notebooks into notebooks/zh_CN/: each markdown cell is first
 translated through the page's catalog in locale/zh_CN (tools/translate_markdown.py, as the Chinese
@@ -24,9 +26,16 @@ import sys
 
 import jupytext
 import nbformat
+import yaml
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from translate_markdown import LANGUAGES, page_catalog, translate_figure_caption, translate_markdown  # noqa: E402
+from translate_markdown import (  # noqa: E402
+    LANGUAGES,
+    catalog_path,
+    page_catalog,
+    translate_figure_caption,
+    translate_markdown,
+)
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -68,7 +77,7 @@ def words(lang: str) -> dict:
     return WORDS[lang]
 
 
-def _role(match: re.Match, w: dict) -> str:
+def _role(match: re.Match, w: dict, titles: dict | None = None, glued: dict | None = None) -> str:
     role, body = match.group(1), match.group(2)
     titled = re.fullmatch(r"(.*?)\s*<([^>]+)>", body, flags=re.S)
     if titled:
@@ -76,6 +85,8 @@ def _role(match: re.Match, w: dict) -> str:
     names = w["chapters"]
     if role in ("ref", "doc"):
         label = body.strip("/").split("/")[-1]
+        if titles and label in titles:
+            return titles[label]
         if label in names:
             return names[label]
         if label.startswith("ex-") and "ch-" + label[3:] in names:
@@ -85,9 +96,24 @@ def _role(match: re.Match, w: dict) -> str:
         return w["equation"]
     if role == "numref":
         return w["figure"]
-    if role.startswith("glue"):
-        return f"`{body.split(':')[0]}`"
+    if role.startswith("glue"):      # without the values (a caller that gives none): the key, as code
+        return _glued(role, body, glued) if glued is not None else f"`{body.split(':')[0]}`"
     return body
+
+
+def _glued(role: str, body: str, glued: dict) -> str:
+    """What the book shows for a glue role: the value the page glued, formatted as the role asks."""
+    from myst_nb.core.variables import format_plain_text
+
+    key, _, spec = body.partition(":") if role == "glue:text" else (body, "", "")
+    data = glued.get(key.strip())
+    if data is None:
+        raise SystemExit(f"no glued value {key!r} in the execution cache: execute the page first (make notebooks does)")
+    if role == "glue:md" and "text/markdown" in data:
+        return data["text/markdown"]
+    if role == "glue:math" and "text/latex" in data:
+        return data["text/latex"]
+    return format_plain_text(data.get("text/plain", ""), spec)
 
 
 _DIRECTIVE = re.compile(
@@ -130,11 +156,12 @@ def _directive(match: re.Match, base: pathlib.Path | None, w: dict) -> str:
 
 
 def jupyter_markdown(text: str, keep_solution_links: bool = False, base: pathlib.Path | None = None,
-                     lang: str = "en") -> str:
+                     lang: str = "en", glued: dict | None = None) -> str:
     """Translate the MyST of one markdown cell into what plain Jupyter renders.
 
     ``base`` is the page's folder, used to resolve ``literalinclude`` paths; ``lang`` the
-    language of the words the conversion writes itself (the text is translated before, if at all).
+    language of the words the conversion writes itself and of the titles references show (the text
+    is translated before, if at all); ``glued`` the values the page glued ({key: mime bundle}).
     """
     w = words(lang)
     if not keep_solution_links:
@@ -149,20 +176,78 @@ def jupyter_markdown(text: str, keep_solution_links: bool = False, base: pathlib
         text, n = _DIRECTIVE.subn(lambda m: _directive(m, base, w), text)
         if not n:
             break
-    text = re.sub(r"\{([\w:-]+)\}`([^`]+)`", functools.partial(_role, w=w), text)
+    text = re.sub(r"\{([\w:-]+)\}`([^`]+)`",
+                  functools.partial(_role, w=w, titles=reference_titles(lang), glued=glued), text)
     return text.strip() + "\n"
 
 
-def to_notebook(path: pathlib.Path, keep_solution_links: bool = False, lang: str = "en") -> nbformat.NotebookNode:
-    """The page as a plain Jupyter notebook; for ``lang`` "zh_CN" its prose from the page's catalog."""
+_TARGET_TITLE = re.compile(r"^\(([\w-]+)\)=\s*\n+#+\s+(.+?)\s*$", re.M)
+_DIRECTIVE_TITLE = re.compile(r"^[:`]{3,}\{[\w:-]+\}[ \t]*(.*)\n(?:[ \t]*:[\w-]+:.*\n)*?[ \t]*:label:[ \t]*([\w-]+)",
+                              re.M)
+
+
+@functools.lru_cache(maxsize=None)
+def reference_titles(lang: str = "en") -> dict[str, str]:
+    """{label: the title the book shows for a reference to it}: a section's heading, an exercise's or
+    a proof's title; in ``lang`` from the pages' catalogs."""
+    titles = {}
+    for folder in (".", "chapters", "exercises", "solutions"):
+        for page in sorted((ROOT / folder).glob("*.md")):
+            if not catalog_path(page, "zh_CN").exists():        # not a page of the book (README.md)
+                continue
+            text = page.read_text(encoding="utf-8")
+            catalog = page_catalog(page, lang) if lang != "en" else {}
+            found = [*_TARGET_TITLE.findall(text), *((label, title) for title, label in _DIRECTIVE_TITLE.findall(text))]
+            for label, title in found:
+                if title.strip():
+                    titles[label] = catalog.get(title.strip(), title.strip())
+    return titles
+
+
+def execution_cache(lang: str) -> pathlib.Path:
+    """The execution cache of the edition in ``lang`` (its config's ``execute.cache``)."""
+    config = ROOT / ("_config.yml" if lang == "en" else "_config_zh.yml")
+    return ROOT / yaml.safe_load(config.read_text())["execute"]["cache"]
+
+
+def glued_values(page: pathlib.Path, lang: str) -> dict:
+    """{key: mime bundle} of what ``page`` glues, from its execution in the edition's cache (empty
+    for a page that glues nothing)."""
+    if "glue" not in page.read_text(encoding="utf-8"):
+        return {}
+    from execute_pages import read_notebook
+    from jupyter_cache import get_cache
+    from myst_nb.ext.glue import GLUE_PREFIX
+
+    cache = get_cache(str(execution_cache(lang)))
+    try:
+        record = cache.match_cache_notebook(read_notebook(page))
+    except KeyError:
+        raise SystemExit(f"{page.relative_to(ROOT)} is not executed in {execution_cache(lang)}: "
+                         "run tools/execute_pages.py (make notebooks does)") from None
+    glued = {}
+    for cell in cache.get_cache_bundle(record.pk).nb.cells:
+        for output in cell.get("outputs", []):
+            name = output.get("metadata", {}).get("scrapbook", {}).get("name")
+            if name:
+                glued[name] = {mime.removeprefix(GLUE_PREFIX): value for mime, value in output.get("data", {}).items()}
+    return glued
+
+
+
+def to_notebook(path: pathlib.Path, keep_solution_links: bool = False, lang: str = "en",
+                glued: dict | None = None) -> nbformat.NotebookNode:
+    """The page as a plain Jupyter notebook; for ``lang`` "zh_CN" its prose from the page's catalog;
+    its glued values from ``glued``, by default from the edition's execution cache."""
     words(lang)
     catalog = page_catalog(path, lang) if lang != "en" else {}
+    glued = glued_values(path, lang) if glued is None else glued
     nb = jupytext.read(path, fmt="md:myst")
     cells = []
     for cell in nb.cells:
         if cell.cell_type == "markdown":
             source = translate_markdown(cell.source, catalog)
-            cell.source = jupyter_markdown(source, keep_solution_links, path.parent, lang).rstrip("\n")
+            cell.source = jupyter_markdown(source, keep_solution_links, path.parent, lang, glued).rstrip("\n")
             if not cell.source.strip():
                 continue
         else:
