@@ -1,4 +1,4 @@
-"""The configs of the other builds, generated from _config.yml by tools/edition_config.py, and the
+"""The configs of the other builds, generated from _config.yml by bookbuild.editions, and the
 language switch between the editions (_ext/edition_switch.py)."""
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ from types import SimpleNamespace
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "tools"), str(ROOT / "_ext")]
-import edition_config  # noqa: E402
+sys.path[:0] = [str(ROOT / "_ext")]
 import edition_switch  # noqa: E402
+
+from bookbuild import editions as edition_config  # noqa: E402
 
 BASE = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
 

@@ -1,17 +1,15 @@
-"""tools/execute_pages.py: pages executed in parallel land in the cache where myst-nb looks them up.
+"""bookbuild.execute: pages executed in parallel land in the cache where myst-nb looks them up.
 
 The tool executes pages as myst-nb's cache mode does and stores them under the hash that
 jupyter-cache gives the notebook myst-nb reads; these tests run made-up pages in a temporary
 cache and look them up again through jupyter-cache, as myst-nb does when Jupyter Book reads them.
 """
 import pathlib
-import sys
 
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
-import execute_pages  # noqa: E402
+from bookbuild import execute as execute_pages  # noqa: E402
 
 HEADER = """---
 jupytext:
@@ -39,13 +37,22 @@ def outputs(cache, path: pathlib.Path) -> str:
     return "".join(o.get("text", "") for c in notebook.cells for o in c.get("outputs", []))
 
 
+def student_toc_file() -> pathlib.Path:
+    """The student edition's table of contents, as bookbuild.editions writes it."""
+    from bookbuild.editions import Edition, write_files
+
+    edition = Edition(audience="student")
+    write_files(edition)
+    return ROOT / edition.toc_file
+
+
 def test_every_page_of_the_toc_is_a_page_of_the_book():
     pages = execute_pages.toc_pages(ROOT / "_toc.yml")
     assert pages[0] == "intro" and len(pages) == len(set(pages))
     assert all((ROOT / (p + ".md")).exists() for p in pages)
     assert {"chapters/01_qkv", "chapters/12_kv_cache", "solutions/sol12_kv_cache", "references"} <= set(pages)
     assert set(execute_pages.SOLO) <= set(pages)
-    student = execute_pages.toc_pages(ROOT / "_toc_student.yml")
+    student = execute_pages.toc_pages(student_toc_file())
     assert "solutions_withheld" in student and not [p for p in student if p.startswith("solutions/")]
     assert set(student) - {"solutions_withheld"} < set(pages)
 
@@ -100,8 +107,9 @@ def test_nothing_to_do_is_said_and_succeeds(tmp_path, capsys, monkeypatch):
     assert "every page of _toc.yml is in" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("toc", ["_toc.yml", "_toc_student.yml"])
-def test_the_book_pages_are_read_as_notebooks(toc):
+@pytest.mark.parametrize("student", [False, True], ids=["full", "student"])
+def test_the_book_pages_are_read_as_notebooks(student):
     """Every chapter, exercise sheet and solution is a notebook the tool would execute."""
-    pages = [p for p in execute_pages.toc_pages(ROOT / toc) if p.split("/")[0] in ("chapters", "exercises")]
+    toc = student_toc_file() if student else ROOT / "_toc.yml"
+    pages = [p for p in execute_pages.toc_pages(toc) if p.split("/")[0] in ("chapters", "exercises")]
     assert pages and all(execute_pages.read_notebook(ROOT / (p + ".md")) is not None for p in pages)

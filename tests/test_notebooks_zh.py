@@ -10,17 +10,15 @@ import os
 import pathlib
 import re
 import subprocess
-import sys
 
 import nbformat
 import polib
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
-import make_assignments  # noqa: E402
-import make_notebooks  # noqa: E402
-import translate_markdown as tm  # noqa: E402
+from bookbuild import assignments as make_assignments  # noqa: E402
+from bookbuild import notebooks as make_notebooks  # noqa: E402
+from bookbuild.i18n import markdown as tm  # noqa: E402
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
@@ -211,9 +209,9 @@ def test_make_passes_lang_only_from_its_command_line():
                               env={**env, **extra})
         return done.returncode, done.stdout + done.stderr
 
-    assert "make_notebooks.py --lang zh_CN" in dry("notebooks", "LANG=zh_CN")[1]
+    assert "bookbuild notebooks --lang zh_CN" in dry("notebooks", "LANG=zh_CN")[1]
     assert "--lang" not in dry("notebooks", LANG="zh_CN")[1]                   # the locale is no language
-    assert "make_assignments.py 01" in dry("assignments", "CHAPTERS=01", "LANG=zh_CN")[1]
+    assert "bookbuild assignments 01" in dry("assignments", "CHAPTERS=01", "LANG=zh_CN")[1]
     assert "--lang zh_CN" in dry("assignments", "CHAPTERS=01", "LANG=zh_CN")[1]
     code, out = dry("notebooks", "LANG=fr")
     assert code != 0 and "zh_CN" in out

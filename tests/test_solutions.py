@@ -7,15 +7,13 @@ check fails the notebook. The exercise pages are executed too: every checker mus
 """
 import pathlib
 import re
-import sys
 
 import jupytext
 import pytest
 from nbclient import NotebookClient
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
-import make_assignments  # noqa: E402
+from bookbuild import assignments as make_assignments  # noqa: E402
 
 EXERCISES = sorted((ROOT / "exercises").glob("ex[0-9][0-9]_*.md"))
 SOLUTIONS = sorted((ROOT / "solutions").glob("sol[0-9][0-9]_*.md"))

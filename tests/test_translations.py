@@ -1,5 +1,5 @@
 """The Chinese edition's catalogs: each translation keeps its source's references, numbers, citations
-and formulas, and uses the glossary's terms (tools/translation_checks.py).
+and formulas, and uses the glossary's terms (bookbuild.i18n.checks).
 
 The checks are tested on made-up pairs first, so that they are known to catch what they are for,
 then applied to every translated entry of every catalog in locale/zh_CN.
@@ -7,14 +7,12 @@ then applied to every translated entry of every catalog in locale/zh_CN.
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
-from translation_checks import formulas, glossary_problems, roles, structure_problems  # noqa: E402
+from bookbuild.i18n.checks import formulas, glossary_problems, roles, structure_problems  # noqa: E402
 
 CATALOGS = sorted((ROOT / "locale" / "zh_CN" / "LC_MESSAGES").rglob("*.po"))
 TERMS = {"key": "键", "query": "查询", "causal mask": "因果掩码", "mask": "掩码"}
@@ -113,7 +111,7 @@ def test_an_entry_kept_as_written_is_a_formula_or_a_name_not_english_prose(catal
 
 def test_every_catalog_translates_all_of_its_page_with_no_fuzzy_entry():
     """A changed English paragraph leaves its old translation fuzzy (never shown): translate it."""
-    from translations import coverage, table
+    from bookbuild.i18n.prose import coverage, table
 
     rows = coverage()
     assert rows, "no catalogs in locale/zh_CN: run `make translations`"
@@ -124,7 +122,7 @@ def test_every_catalog_translates_all_of_its_page_with_no_fuzzy_entry():
 @pytest.mark.slow
 def test_the_catalogs_hold_exactly_the_current_english_text():
     """Extracted afresh from the sources: every page has its catalog and no text is missing or stale."""
-    from translations import stale
+    from bookbuild.i18n.prose import stale
 
     problems = stale()
     assert problems == [], "run `make translations` and translate what it reports:\n" + "\n".join(problems)

@@ -7,7 +7,7 @@
 * :mod:`.student` is what the otter test cells call, so that ``grader.check("q")`` in a
   student's notebook shows the checker's diagnosis in words.
 
-``tools/grade.py`` (``make grade``) writes the gradebook and the feedback files.
+``bookbuild.grade`` (``make grade``) writes the gradebook and the feedback files.
 """
 from .supervisor import NotebookResult, Question, QuestionResult, grade_notebook
 

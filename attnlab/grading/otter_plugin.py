@@ -7,7 +7,7 @@ it grades the submission again with :func:`attnlab.grading.grade_notebook` and o
 question's score and messages, so that Gradescope, ``otter run`` and ``otter grade`` report the
 same points and words as ``make grade``.
 
-Its configuration (written by ``tools/make_assignments.py`` into the autograder's
+Its configuration (written by ``bookbuild.assignments`` into the autograder's
 ``otter_config.json``) lists the questions::
 
     {"questions": [{"name": "ex-qkv-scores", "points": 1, "checks": ["check_scores(scores)"]}],

@@ -1,10 +1,9 @@
-"""The notebooks for students read like the book (tools/make_notebooks.py, bookbuild.lint.notebooks): a
+"""The notebooks for students read like the book (bookbuild.notebooks, bookbuild.lint.notebooks): a
 reference shows its title, a glued value its number, and no role, glue key or doubled word is left; the rule
 on examples, the exercise sheets' student notebooks in both languages, then every notebook `make notebooks`
 writes (slow: the editions execute first)."""
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,9 +11,8 @@ import pytest
 from bookbuild.lint import notebooks
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tools"))
-import make_assignments  # noqa: E402
-import make_notebooks  # noqa: E402
+from bookbuild import assignments as make_assignments  # noqa: E402
+from bookbuild import notebooks as make_notebooks  # noqa: E402
 
 
 def test_roles_glue_keys_and_doubled_words_are_found_outside_code_and_math():

@@ -150,11 +150,11 @@ def test_answer_table_is_generated_without_duplicate_hints():
 
 @pytest.mark.slow
 def test_answer_table_matches_what_the_solutions_compute():
-    """Regenerates the table by executing every solution page (tools/make_answers.py --check)."""
+    """Regenerates the table by executing every solution page (python -m bookbuild answers --check)."""
     import pathlib
     import subprocess
     import sys
     root = pathlib.Path(__file__).resolve().parents[2]
-    done = subprocess.run([sys.executable, str(root / "tools" / "make_answers.py"), "--check"], cwd=root,
+    done = subprocess.run([sys.executable, "-m", "bookbuild", "answers", "--check"], cwd=root,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -1,15 +1,14 @@
 """Fast tests of the grading pieces: assignment options, bad files, and the guard against patching."""
 import json
 import pathlib
-import sys
 
 import numpy as np
 import pytest
 
+from bookbuild import assignments as make_assignments
+from bookbuild import grade
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tools"))
-import grade  # noqa: E402
-import make_assignments  # noqa: E402
 
 from attnlab.grading.sandbox import code_cells, run_check  # noqa: E402
 from attnlab.grading.supervisor import Question, _score  # noqa: E402

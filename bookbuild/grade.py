@@ -29,7 +29,6 @@ import zipfile
 import nbformat
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 from attnlab.grading import NotebookResult, QuestionResult, grade_notebook  # noqa: E402
 from attnlab.grading.otter_plugin import questions_from_config  # noqa: E402
 

@@ -13,7 +13,8 @@ alone, after the others, so that no other kernel competes with their measurement
 together share the cores: each kernel gets ``cores // jobs`` threads (OMP_NUM_THREADS and its kin,
 unless the environment sets them), and a page run alone keeps them all.
 
-    python tools/execute_pages.py [--config _config.yml] [--toc _toc.yml] [--jobs N]
+    python -m bookbuild execute [--lang zh_CN] [--audience student] [--jobs N]   (an edition's pages)
+    python -m bookbuild.execute [--config _config.yml] [--toc _toc.yml] [--jobs N]
 
 The environment passes to the kernels as it does under Jupyter Book: the Chinese edition runs
 this with ``ATTNLAB_LANG=zh_CN``, as it runs ``jupyter-book build``.

@@ -9,12 +9,12 @@ numbered equations become $$ blocks. Code cells are unchanged. Solutions are not
 ``--solutions`` is given (for instructors). ``bookbuild.lint.notebooks`` checks the result.
 
 ``--lang zh_CN`` writes the Chinese notebooks into notebooks/zh_CN/: each markdown cell is first
-translated through the page's catalog in locale/zh_CN (tools/translate_markdown.py, as the Chinese
+translated through the page's catalog in locale/zh_CN (bookbuild.i18n.markdown, as the Chinese
 edition is), then converted the same way, with Chinese words for what the conversion writes itself
 (第 1 章, 练习, 证明 ...). A first code cell sets attnlab's messages to Chinese; the other code cells
 are those of the English notebook.
 
-    python tools/make_notebooks.py [--solutions] [--lang zh_CN] [--out notebooks]
+    python -m bookbuild notebooks [--solutions] [--lang zh_CN] [--out notebooks]
 """
 from __future__ import annotations
 
@@ -22,22 +22,20 @@ import argparse
 import functools
 import pathlib
 import re
-import sys
 
 import jupytext
 import nbformat
-import yaml
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from translate_markdown import (  # noqa: E402
+from .editions import Edition
+from .execute import read_notebook
+from .i18n.markdown import (
     LANGUAGES,
     catalog_path,
     page_catalog,
     translate_figure_caption,
     translate_markdown,
 )
-
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from .pages import ROOT
 
 CHAPTER_NAMES = {
     "ch-qkv": "chapter 1", "ch-scaling": "chapter 2", "ch-masks": "chapter 3", "ch-worked": "chapter 4",
@@ -205,9 +203,8 @@ def reference_titles(lang: str = "en") -> dict[str, str]:
 
 
 def execution_cache(lang: str) -> pathlib.Path:
-    """The execution cache of the edition in ``lang`` (its config's ``execute.cache``)."""
-    config = ROOT / ("_config.yml" if lang == "en" else "_config_zh.yml")
-    return ROOT / yaml.safe_load(config.read_text())["execute"]["cache"]
+    """The execution cache of the edition in ``lang``."""
+    return Edition(lang).cache
 
 
 def glued_values(page: pathlib.Path, lang: str) -> dict:
@@ -215,7 +212,6 @@ def glued_values(page: pathlib.Path, lang: str) -> dict:
     for a page that glues nothing)."""
     if "glue" not in page.read_text(encoding="utf-8"):
         return {}
-    from execute_pages import read_notebook
     from jupyter_cache import get_cache
     from myst_nb.ext.glue import GLUE_PREFIX
 
@@ -224,7 +220,7 @@ def glued_values(page: pathlib.Path, lang: str) -> dict:
         record = cache.match_cache_notebook(read_notebook(page))
     except KeyError:
         raise SystemExit(f"{page.relative_to(ROOT)} is not executed in {execution_cache(lang)}: "
-                         "run tools/execute_pages.py (make notebooks does)") from None
+                         "run python -m bookbuild execute (make notebooks does)") from None
     glued = {}
     for cell in cache.get_cache_bundle(record.pk).nb.cells:
         for output in cell.get("outputs", []):

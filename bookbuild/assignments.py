@@ -50,9 +50,8 @@ import zipfile
 import jupytext
 import nbformat
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from make_notebooks import jupyter_markdown, language_cell, words  # noqa: E402
-from translate_markdown import LANGUAGES, page_catalog, translate_markdown  # noqa: E402
+from .i18n.markdown import LANGUAGES, page_catalog, translate_markdown
+from .notebooks import jupyter_markdown, language_cell, words
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 OTTER = pathlib.Path(sys.executable).with_name("otter")

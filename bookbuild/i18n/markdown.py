@@ -12,7 +12,7 @@ fuzzy or untranslated, stays English, as it does in the Chinese book.
 The Markdown is parsed with myst-parser's own markdown-it parser (the book's extensions), and each
 piece is replaced by its line range (``token.map``); a directive's body is MyST of its own and is
 translated recursively. Roles stay as they are (the translations keep them), so the conversion to
-plain Jupyter Markdown that follows (tools/make_notebooks.py) treats both languages alike.
+plain Jupyter Markdown that follows (bookbuild.notebooks) treats both languages alike.
 """
 from __future__ import annotations
 
@@ -26,7 +26,8 @@ from markdown_it.renderer import RendererHTML
 from myst_parser.config.main import MdParserConfig
 from myst_parser.parsers.mdit import create_md_parser
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from ..pages import ROOT
+
 LANGUAGES = ("zh_CN",)
 EXTENSIONS = set(yaml.safe_load((ROOT / "_config.yml").read_text())["parse"]["myst_enable_extensions"])
 # Directives whose body is not MyST prose, and whose argument is a path, a label or a language.

@@ -1,12 +1,12 @@
-"""The Chinese edition's catalogs: extract, merge, report (``make translations``).
+"""The Chinese edition's catalogs of the pages' prose: extract, merge, report (``make translations``).
 
-    python tools/translations.py update    extract messages (gettext builder) and merge them into
-                                           locale/zh_CN/LC_MESSAGES/<page>.po (sphinx-intl);
-                                           a changed English paragraph keeps its old translation
-                                           marked fuzzy, which the build never shows
-    python tools/translations.py report    the per-page table: translated / fuzzy / untranslated
-    python tools/translations.py check     exit 1 unless every catalog holds exactly the current
-                                           English text (extracted afresh) and translates all of it
+    python -m bookbuild translations update   extract messages (gettext builder) and merge them into
+                                              locale/zh_CN/LC_MESSAGES/<page>.po (sphinx-intl);
+                                              a changed English paragraph keeps its old translation
+                                              marked fuzzy, which the build never shows
+    python -m bookbuild translations report   the per-page table: translated / fuzzy / untranslated
+    python -m bookbuild translations check    exit 1 unless every catalog holds exactly the current
+                                              English text (extracted afresh) and translates all of it
 
 Coverage is counted with polib, not ``sphinx-intl stat`` (which counts fuzzy entries as done).
 """
@@ -20,7 +20,9 @@ from pathlib import Path
 
 import polib
 
-ROOT = Path(__file__).resolve().parents[1]
+from ..editions import write_pot_files
+from ..pages import ROOT
+
 CATALOGS = ROOT / "locale" / "zh_CN" / "LC_MESSAGES"
 POT_OUT = ROOT / "_build" / "pot"
 BIN = Path(sys.executable).parent
@@ -66,11 +68,10 @@ def table(rows: list[Coverage]) -> str:
 def extract() -> Path:
     """The English text of every page, one .pot per page (executed from the English cache)."""
     shutil.rmtree(POT_OUT, ignore_errors=True)      # Sphinx would skip pages it read before
-    subprocess.run([sys.executable, str(ROOT / "tools" / "edition_config.py"), "pot"], check=True,
-                   stdout=subprocess.DEVNULL)
+    write_pot_files()
     # the pages the English cache lacks, several at once (the gettext build then reads them all)
-    executed = subprocess.run([sys.executable, str(ROOT / "tools" / "execute_pages.py"), "--config", "_config_pot.yml",
-                               "--toc", "_toc_pot.yml"], capture_output=True, text=True)
+    executed = subprocess.run([sys.executable, "-m", "bookbuild.execute", "--config", "_config_pot.yml",
+                               "--toc", "_toc_pot.yml"], capture_output=True, text=True, cwd=ROOT)
     if executed.returncode != 0:
         sys.stderr.write(executed.stdout[-3000:] + executed.stderr[-3000:])
         raise SystemExit("executing the English pages failed (above)")

@@ -4,7 +4,8 @@
 - require.js and @jupyter-widgets/html-manager's embed-amd.js (for widget pages) from the
   npm registry -> _vendor/widgets (fetched once with `npm pack`, licences copied alongside)
 
-Run by `make book`; idempotent and quick when the files are already there.
+Run before every HTML build (``bookbuild.editions.prepare``); idempotent and quick when the files are
+already there.
 """
 from __future__ import annotations
 
@@ -55,7 +56,11 @@ def vendor_npm() -> None:
                         target.write_bytes(tar.extractfile(m).read())
 
 
-if __name__ == "__main__":
+def main() -> None:
     vendor_mathjax()
     vendor_npm()
     print(f"vendored assets in {STATIC.relative_to(ROOT)}/")
+
+
+if __name__ == "__main__":
+    main()
