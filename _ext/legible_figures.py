@@ -1,4 +1,6 @@
-"""Figures keep their text legible: never shown narrower than the width where it reads at 9 px.
+"""Bespoke: figures are never shown narrower than the width where their text reads at 9 px.
+
+Figures keep their text legible: never shown narrower than the width where it reads at 9 px.
 
 ``attnlab.plots.book_style`` stamps every figure's PNG with its smallest text, in pixels of
 the PNG (tEXt entry ``attnlab:min-text-px``). This extension reads the stamp of every PNG

@@ -2,27 +2,22 @@
 glossary word forms on one line."""
 from __future__ import annotations
 
-import sys
-
 import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import pytest  # noqa: E402
-from docutils import nodes  # noqa: E402
-from docutils.core import publish_doctree  # noqa: E402
-
-from attnlab import plots  # noqa: E402
-from tests.browser_support import ROOT  # noqa: E402
-
-sys.path.insert(0, str(ROOT / "_ext"))
 import cjk_glosses  # noqa: E402
 import glossary_word_forms  # noqa: E402
 import latex_superscripts  # noqa: E402
 import legible_figures  # noqa: E402
 import math_nowrap  # noqa: E402
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
 import table_code_breaks  # noqa: E402
+from docutils import nodes  # noqa: E402
+from docutils.core import publish_doctree  # noqa: E402
+
+from attnlab import plots  # noqa: E402
 
 
 def test_runs_of_chinese_become_zh_spans_and_the_rest_stays_text():

@@ -2,15 +2,13 @@
 language switch between the editions (_ext/edition_switch.py)."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "_ext")]
-import edition_switch  # noqa: E402
+import edition_switch  # noqa: E402  (the Sphinx extensions are on pytest's pythonpath)
 
 from bookbuild import editions as edition_config  # noqa: E402
 

@@ -195,8 +195,7 @@ def test_pdf_download_button_only_when_the_pdf_exists(tmp_path, case):
     """_ext/pdf_download.py in a two-page Sphinx project with the book's theme, built with -W."""
     src = tmp_path / "src"
     (src / "sub").mkdir(parents=True)
-    (src / "conf.py").write_text(
-        f"import sys\nsys.path.insert(0, {str(ROOT / '_ext')!r})\n"
+    (src / "conf.py").write_text(                       # the extension is found through PYTHONPATH below
         "extensions = ['pdf_download']\nhtml_theme = 'sphinx_book_theme'\n"
         + ("" if case == "one-page build" else   # `jupyter-book build page.md` has no table of contents
            "def setup(app):\n    app.add_config_value('external_toc_path', '_toc.yml', 'env')\n"))
@@ -208,7 +207,7 @@ def test_pdf_download_button_only_when_the_pdf_exists(tmp_path, case):
     toc = ["-D", "external_toc_path=_toc_student.yml"] if case == "student edition" else []
     out = tmp_path / "html"
     run = subprocess.run([sys.executable, "-m", "sphinx", "-W", "-q", "-b", "html", *toc, str(src), str(out)],
-                         capture_output=True, text=True)
+                         capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT / "_ext")})
     assert run.returncode == 0, run.stderr
     index, page = (out / "index.html").read_text(), (out / "sub" / "page.html").read_text()
     linked = case == "pdf"
