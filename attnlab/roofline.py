@@ -7,8 +7,10 @@ Waterman and Patterson 2009). Below the ridge point I* = flops / bandwidth a com
 bandwidth-bound, above it compute-bound.
 
 This module measures the two numbers on the machine it runs on (:func:`measure_bandwidth`,
-:func:`measure_matmul_flops`), reads its cache sizes (:func:`cache_sizes`), and carries the
-published figures of two data-centre GPUs (:data:`GPU_SPECS`), labelled with their spec sheets.
+:func:`measure_matmul_flops`), reads its cache sizes (:func:`cache_sizes`), carries the
+published figures of two data-centre GPUs (:data:`GPU_SPECS`), labelled with their spec sheets,
+and places one decoding step of MHA, GQA and MLA models on a machine's roofline
+(:func:`decode_points`, :func:`mla_heads_at_ridge`).
 """
 from __future__ import annotations
 
@@ -20,12 +22,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from . import traffic
 from .errors import AttentionInputError
 from .i18n import N_
 
 __all__ = [
-    "GPU_SPECS", "H100_EXP_PER_SECOND", "Machine", "cache_sizes", "measure_bandwidth", "measure_exp_rate",
-    "measure_matmul_flops",
+    "DECODE_MODELS", "GPU_SPECS", "H100_EXP_PER_SECOND", "Machine", "cache_sizes", "decode_points",
+    "measure_bandwidth", "measure_exp_rate", "measure_matmul_flops", "mla_heads_at_ridge",
 ]
 
 
@@ -38,6 +41,7 @@ class Machine:
     bandwidth: float
     fast_memory: str = ""          # what plays the part of the fast memory, in words (in attnlab.po)
     source: str = "measured"       # where the numbers come from
+    n_sm: int = 0                  # streaming multiprocessors (GPUs), 0 where unknown or not a GPU
 
     @property
     def ridge(self) -> float:
@@ -57,12 +61,12 @@ GPU_SPECS = {
         "NVIDIA A100 SXM4 80GB", flops=312e12, bandwidth=2.039e12,
         fast_memory=N_("up to 164 KB of shared memory per SM, 108 SMs; 40 MB L2"),
         source="NVIDIA A100 Tensor Core GPU datasheet: BF16 Tensor Core 312 TFLOPS (dense), "
-               "HBM2e 2,039 GB/s; shared memory from the NVIDIA A100 architecture whitepaper"),
+               "HBM2e 2,039 GB/s; shared memory from the NVIDIA A100 architecture whitepaper", n_sm=108),
     "H100": Machine(
         "NVIDIA H100 SXM5 80GB", flops=989e12, bandwidth=3.35e12,
         fast_memory=N_("up to 228 KB of shared memory per SM, 132 SMs; 50 MB L2"),
         source="NVIDIA H100 Tensor Core GPU datasheet: BF16 Tensor Core 1,979 TFLOPS with sparsity "
-               "(989 dense), HBM3 3.35 TB/s; shared memory from the NVIDIA H100 architecture whitepaper"),
+               "(989 dense), HBM3 3.35 TB/s; shared memory from the NVIDIA H100 architecture whitepaper", n_sm=132),
 }
 """Published peak figures (dense bf16 tensor-core FLOP/s, HBM bandwidth) from NVIDIA's spec sheets."""
 
@@ -129,3 +133,39 @@ def measure_exp_rate(n: int = 2**20, repeats: int = 5) -> float:
         raise AttentionInputError(f"n must be at least 1024; got {n}")
     x, y = torch.linspace(-10.0, 0.0, n), torch.empty(n)
     return n / _median_seconds(lambda: torch.exp(x, out=y), repeats)
+
+
+DECODE_MODELS = {
+    "MHA": dict(H=32, H_kv=32, d=128),                  # Llama 2 7B: every query head has its own cache
+    "GQA": dict(H=32, H_kv=8, d=128),                   # Llama 3 8B: four query heads per key head
+    "MLA": dict(H=128, d_latent=512, d_rope=64),        # DeepSeek-V2: one latent cache, absorbed decoding
+}
+"""Attention layers of three published models, for one decoding step (one layer, head widths as published)."""
+
+
+def decode_points(machine: Machine, S: int = 32768, B: int = 1, itemsize: int = 2, models=None) -> list[dict]:
+    """One decoding step of each model's attention (a cache of S positions, B sequences, ``itemsize`` bytes
+    per number) on ``machine``'s roofline: FLOPs, bytes, arithmetic intensity, the attainable FLOP/s,
+    the least time, and whether the step is bandwidth- or compute-bound (intensity below or above the
+    ridge). MHA and GQA by traffic.decode_step_*, MLA (absorbed) by traffic.mla_decode_step_*."""
+    rows = []
+    for name, m in (DECODE_MODELS if models is None else models).items():
+        if "d_latent" in m:
+            flops = traffic.mla_decode_step_flops(B, m["H"], S, m["d_latent"], m["d_rope"])
+            nbytes = traffic.mla_decode_step_bytes(B, m["H"], S, m["d_latent"], m["d_rope"], itemsize=itemsize)
+        else:
+            flops = traffic.decode_step_flops(B, m["H"], S, m["d"])
+            nbytes = traffic.decode_step_bytes(B, m["H"], m["H_kv"], S, m["d"], itemsize=itemsize)
+        intensity = flops / nbytes
+        rows.append({"model": name, "FLOPs": flops, "bytes": nbytes, "intensity": intensity,
+                     "ridge": machine.ridge, "attainable": float(machine.attainable(intensity)),
+                     "time": max(flops / machine.flops, nbytes / machine.bandwidth),
+                     "bound": "bandwidth" if intensity < machine.ridge else "compute"})
+    return rows
+
+
+def mla_heads_at_ridge(machine: Machine, d_latent: int = 512, d_rope: int = 64, itemsize: int = 2) -> float:
+    """The number of query heads at which absorbed MLA decoding reaches ``machine``'s ridge, for a long
+    cache: its intensity tends to 2 H (2 d_latent + d_rope) / (itemsize (d_latent + d_rope)) FLOPs per
+    byte, which grows with H because all heads read the one latent cache."""
+    return machine.ridge * itemsize * (d_latent + d_rope) / (2 * (2 * d_latent + d_rope))

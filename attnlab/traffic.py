@@ -6,8 +6,9 @@ Traffic is the number of bytes that cross between the two.
 
 * Formulas: :func:`naive_bytes` for the standard implementation (Dao et al. 2022, Algorithm 0:
   the T x S scores written to slow memory and read back, twice), :func:`tiled_bytes` for the
-  block schedule of ``attnlab.torch_ops.chunked_attention`` (queries in the outer loop), and
-  :func:`decode_step_bytes` for one step of cached decoding.
+  forward block schedule of ``attnlab.torch_ops.chunked_attention`` (queries in the outer loop),
+  :func:`tiled_backward_bytes` for its backward in either loop order, and
+  :func:`decode_step_bytes` / :func:`mla_decode_step_bytes` for one step of cached decoding.
 * A counter: :class:`TrafficCounter` watches the tensor operations of a real call and adds up
   the bytes of every slice of a large tensor ("slow memory") that an operation reads or writes.
   A slice read again while it is still the last slice touched of its tensor counts once: that
@@ -22,7 +23,8 @@ from .errors import AttentionInputError
 
 __all__ = [
     "TrafficCounter", "attention_flops", "decode_step_bytes", "decode_step_flops", "fast_memory_bytes",
-    "io_bound", "naive_bytes", "tiled_bytes",
+    "io_bound", "mla_decode_step_bytes", "mla_decode_step_flops", "naive_bytes", "tiled_backward_bytes",
+    "tiled_bytes",
 ]
 
 
@@ -63,6 +65,41 @@ def tiled_bytes(B, H, T, S, d_k, d_v=None, block_q=128, causal=False, offset=Non
     return itemsize * B * H * (T * (d_k + d_v + 1) + keys_read * (d_k + d_v))
 
 
+def tiled_backward_bytes(B, H, T, S, d_k, d_v=None, block_q=128, block_k=128, causal=False, offset=None,
+                         order="keys_outer", itemsize=4):
+    """Bytes moved by chunked_attention's backward in either loop order (``order``: "keys_outer" or
+    "queries_outer"). Both first read dO and O once and write delta = rowsum(dO * O) (2 T d_v + T).
+
+    keys_outer: dQ is zeroed (T d_k); each key block loads K_j, V_j and finally stores dK_j, dV_j
+    (2 S (d_k + d_v) in all); each visit of a query block to a key block reads Q_i, dO_i, lse_i,
+    delta_i and reads and writes dQ_i: (3 d_k + d_v + 2) numbers per query row visited.
+    queries_outer: dK, dV are zeroed (S (d_k + d_v)); each query block loads Q_i, dO_i, lse_i, delta_i
+    and stores dQ_i (T (2 d_k + d_v + 2) in all); each visit reads K_j, V_j and reads and writes dK_j,
+    dV_j: 3 (d_k + d_v) numbers per key row visited.
+
+    Without a mask every query row is visited by ceil(S / block_k) key blocks (keys outer) and every key
+    row by ceil(T / block_q) query blocks (queries outer). With the causal mask (offset as in
+    attnlab.masks.causal) blocks that see nothing are skipped: a key block is visited by the query
+    blocks from the one holding row j0 - offset on; a query block visits the keys before
+    min(S, i1 + offset).
+    """
+    d_v = d_k if d_v is None else d_v
+    _positive(B=B, H=H, T=T, S=S, d_k=d_k, d_v=d_v, block_q=block_q, block_k=block_k, itemsize=itemsize)
+    offset = S - T if offset is None else offset
+    delta = 2 * T * d_v + T
+    if order == "keys_outer":
+        first = [max(0, j0 - offset) // block_q * block_q if causal else 0 for j0 in range(0, S, block_k)]
+        rows_visited = sum(max(0, T - i0) for i0 in first)
+        numbers = delta + T * d_k + 2 * S * (d_k + d_v) + rows_visited * (3 * d_k + d_v + 2)
+    elif order == "queries_outer":
+        keys_visited = sum(min(S, i1 + offset) if causal else S
+                           for i1 in (min(i0 + block_q, T) for i0 in range(0, T, block_q)))
+        numbers = delta + S * (d_k + d_v) + T * (2 * d_k + d_v + 2) + keys_visited * 3 * (d_k + d_v)
+    else:
+        raise AttentionInputError(f"order must be 'keys_outer' or 'queries_outer'; got {order!r}")
+    return itemsize * B * H * numbers
+
+
 def fast_memory_bytes(block_q, block_k, d_k, d_v=None, itemsize=4):
     """Fast memory one head's step needs: a query block, a key and a value block, their scores,
     and the running output, maximum and sum."""
@@ -91,6 +128,25 @@ def decode_step_flops(B, H, S, d_k, d_v=None):
     return attention_flops(B, H, 1, S, d_k, d_v)
 
 
+def mla_decode_step_flops(B, H, S, d_latent, d_rope=0):
+    """FLOPs of one absorbed MLA decoding step (DeepSeek-V2): per query head, S scores against the cached
+    latent and its RoPE key (d_latent + d_rope wide) and one weighted sum of the latents (d_latent wide):
+    2 B H S (2 d_latent + d_rope)."""
+    _positive(B=B, H=H, S=S, d_latent=d_latent)
+    if isinstance(d_rope, bool) or not isinstance(d_rope, int) or d_rope < 0:
+        raise AttentionInputError(f"d_rope must be a non-negative integer; got {d_rope!r}")
+    return 2 * B * H * S * (2 * d_latent + d_rope)
+
+
+def mla_decode_step_bytes(B, H, S, d_latent, d_rope=0, itemsize=2):
+    """Bytes one absorbed MLA decoding step reads and writes: the cache, one latent and one RoPE key per
+    position shared by all heads (S (d_latent + d_rope)), the absorbed queries (H (d_latent + d_rope))
+    and the per-head latent outputs (H d_latent)."""
+    mla_decode_step_flops(B, H, S, d_latent, d_rope)                 # the same checks
+    _positive(itemsize=itemsize)
+    return itemsize * B * ((S + H) * (d_latent + d_rope) + H * d_latent)
+
+
 def _tensors(x):
     """The tensors in an argument structure (tensors, lists, tuples, dicts), in order."""
     if isinstance(x, torch.Tensor):
@@ -104,7 +160,26 @@ def _tensors(x):
 
 
 def _region(t: torch.Tensor):
-    return (t.data_ptr(), tuple(t.shape), tuple(t.stride()))
+    """Which elements a view covers: its start and its (size, stride) pairs, in any order (a transposed
+    view is the same tile) and without axes of size 1 (which add no element)."""
+    return (t.data_ptr(), tuple(sorted((n, st) for n, st in zip(t.shape, t.stride()) if n != 1)))
+
+
+# operations that only write their first argument: it is not read
+_OVERWRITE = {torch.ops.aten.copy_.default, torch.ops.aten.fill_.Scalar, torch.ops.aten.fill_.Tensor,
+              torch.ops.aten.zero_.default}
+
+
+def _allocates(func) -> bool:
+    """empty, empty_like, new_empty, zeros_like, new_zeros, ...: the tensor arguments give only a shape
+    and a dtype (nothing is read); the output is written unless it is left uninitialised (empty)."""
+    name = func._schema.name.split("::")[-1]
+    return name.startswith(("empty", "new_")) or name.endswith("_like")
+
+
+def _uninitialised(func) -> bool:
+    name = func._schema.name.split("::")[-1]
+    return "empty" in name
 
 
 def _view_bytes(t: torch.Tensor) -> int:
@@ -117,9 +192,10 @@ class TrafficCounter(TorchDispatchMode):
 
     A tensor is in slow memory when its storage holds at least ``slow_bytes`` bytes; everything
     smaller (a block of scores, the running sums) lives in fast memory and costs nothing. Views
-    move nothing. A read counts the bytes of the slice read, unless that slice is still the last
-    one read of its storage (the fast memory keeps one tile per tensor); a write counts the slice
-    written and evicts the storage's tile.
+    move nothing. A read counts the bytes of the slice read, unless that slice (in any order of its
+    axes) is still the last one read of its storage (the fast memory keeps one tile per tensor); a
+    write counts the slice written and evicts the storage's tile. Copying into a slice, filling and
+    zeroing write their destination without reading it; allocating (``empty``) moves nothing.
     """
 
     def __init__(self, slow_bytes: int):
@@ -138,7 +214,12 @@ class TrafficCounter(TorchDispatchMode):
         if func.is_view:
             return out
         inputs = {k: v for k, v in kwargs.items() if k != "out"}
-        for t in _tensors((args, inputs)):
+        read = args[1:] if func in _OVERWRITE else args
+        if _allocates(func):
+            read, inputs = (), {}
+            if _uninitialised(func):
+                return out
+        for t in _tensors((read, inputs)):
             if self._slow(t):
                 key, region = t.untyped_storage().data_ptr(), _region(t)
                 if self._tile.get(key) != region:

@@ -42,8 +42,10 @@ def url_path(rel: str) -> str:
     return f"zh/html/{rel.removeprefix(ZH)}" if rel.startswith(ZH) else f"html/{rel}"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def site():
+    """The server and one Chromium for every browser test of the session (this module's, the
+    Chinese edition's and the accessibility audit's)."""
     if not PAGES:
         message = "no built book in _build/html: run `make book` first"
         if require_book():
@@ -252,6 +254,8 @@ OVERFLOW_JS = """() => {
     if (el.closest('span.math')) return false;
     // inside an SVG picture or a slider: their own boxes are what the reader sees
     if ((el.closest('svg') && el.tagName.toLowerCase() !== 'svg') || el.closest('.widget-slider')) return false;
+    // what only a screen reader reads: an explorer's reading, clipped to a pixel on purpose
+    if (el.closest('.attnlab-reading, .attnlab-announcer')) return false;
     const cw = el.clientWidth;
     return cw > 0 && el.scrollWidth - cw > 1 && el.getClientRects().length > 0;
   });
@@ -293,11 +297,12 @@ CUT_OFF_JS = """() => {
   return bad;
 }"""
 
-# Figures drawn through attnlab.plots.book_style carry their smallest text (in PNG pixels); shown at
-# clientWidth / naturalWidth of that, it must read at >= 9 CSS px. Every PNG output must carry it.
+# Figures drawn through attnlab.plots.book_style carry their smallest text (in PNG pixels), diagrams of
+# attnlab.diagrams theirs (in SVG pixels); shown at clientWidth / naturalWidth of that, it must read at
+# >= 9 CSS px. Every PNG and SVG output must carry it.
 FIGURE_TEXT_JS = """() => {
   const root = document.querySelector('article') || document.body;
-  const imgs = [...root.querySelectorAll('div.cell_output img')].filter(i => /\\.png($|\\?)/.test(i.src));
+  const imgs = [...root.querySelectorAll('div.cell_output img')].filter(i => /\\.(png|svg)($|\\?)/.test(i.src));
   const small = [], unstamped = [];
   for (const img of imgs) {
     if (!img.classList.contains('attnlab-figure')) { unstamped.push(img.src.split('/').pop()); continue; }

@@ -192,6 +192,10 @@ class KVCache:
 
     def attend(self, q):
         """q (B, H, t, d_k), the queries of the t newest positions -> (B, H, t, d_v)."""
+        self._check_query(q)
+        return self._attend_stored(q, *self._stored())
+
+    def _check_query(self, q):
         tensor_check("q", q)
         if self._k is None:
             raise KVCacheError(_("attend before any append: the cache is empty"))
@@ -202,19 +206,23 @@ class KVCache:
             raise KVCacheError(_("q must have shape (B={batch}, H, t, d_k={d_k}) with H a multiple of "
                                  "n_kv_heads={n_kv_heads}; got {shape}").format(
                                      batch=self.batch, d_k=self.d_k, n_kv_heads=self.n_kv_heads, shape=V.fmt(q.shape)))
-        B, H, t, _d_k = q.shape
-        if t > self._last_t:
+        if q.shape[2] > self._last_t:
             raise KVCacheError(_("q brings {t} queries but the last append brought {last} positions: "
                                  "attend(q) serves the queries of the positions just appended").format(
-                                     t=t, last=self._last_t))
+                                     t=q.shape[2], last=self._last_t))
+
+    def _attend_stored(self, q, k, v, key_pos, scale=None):
+        """Attention of the t newest queries q (B, H, t, d) over stored slots k (B|1, H_kv, slots, d), v, with
+        key_pos (B|1, slots) their absolute positions; the mask comes from :meth:`visible`."""
+        B, H, t, d = q.shape
         r = H // self.n_kv_heads
-        k, v, key_pos = self._stored()
         q_pos = torch.arange(self._len - t, self._len, device=q.device)        # (t,)
         allowed = self.visible(q_pos, key_pos)                                  # (B|1, t, slots)
         allowed = allowed[:, None, None].expand(-1, 1, r, -1, -1)               # (B|1, 1, r, t, slots)
         allowed = allowed.reshape(allowed.shape[0], 1, r * t, -1)               # (B|1, 1, r * t, slots)
-        q = q.reshape(B, self.n_kv_heads, r * t, self.d_k)      # (B, H_kv, r * t, d_k): head g*r + i -> group g
-        out = attention(q, k, v, allowed=None if bool(allowed.all()) else allowed)   # (B, H_kv, r * t, d_v)
+        q = q.reshape(B, self.n_kv_heads, r * t, d)             # (B, H_kv, r * t, d): head g*r + i -> group g
+        allowed = None if bool(allowed.all()) else allowed
+        out = attention(q, k, v, allowed=allowed, scale=scale)  # (B, H_kv, r * t, d_v)
         return out.view(B, H, t, self.d_v)                      # (B, H_kv, r, t, d_v) -> (B, H, t, d_v)
 
     def keys_values(self):

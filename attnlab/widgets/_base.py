@@ -6,6 +6,12 @@ explorer (``Frames``) draws every combination of a few discrete control values o
 the frames in ``ipywidgets.Stack`` widgets, and links each control's ``index`` to a stack's
 ``selected_index`` with ``jslink``: the browser switches frames by itself, so it works in the
 static HTML book, where no kernel runs.
+
+Both say what they show in words: the picture carries its description (``Svg(alt=...)``), and
+every state has a reading, one sentence of its numbers (``read``), kept visually hidden in a
+``role="status"`` element beside the readout. A screen reader announces it when the state
+changes: in Jupyter as the readout is redrawn, in the HTML book through one live region per
+explorer (``_assets/explorer-access.js``, which also names the sliders' handles).
 """
 from __future__ import annotations
 
@@ -27,6 +33,19 @@ OFFLINE_NOTE = N_("Precomputed frames: the controls work without a kernel, also 
 STATIC_CAPTION = N_("*Above: the initial state of `{name}`, a static picture. The interactive version is in the "
                   "HTML book, and live in Jupyter (`make lab`).*")
 _SVG = re.compile(r"<svg\b.*?</svg>", re.DOTALL)
+_TITLE = re.compile(r"<title>(.*?)</title>", re.DOTALL)
+
+
+# visually hidden, still read by a screen reader (inline: Jupyter has no stylesheet of the book's)
+SCREEN_READER_ONLY = ("position:absolute;width:1px;height:1px;margin:-1px;padding:0;border:0;overflow:hidden;"
+                      "clip:rect(0 0 0 0);clip-path:inset(50%);white-space:nowrap")
+EXPLORER_CLASS = "attnlab-explorer"     # the outer box of every explorer (the book's script looks for it)
+
+
+def reading_html(text: str) -> str:
+    """The reading of a state, one sentence for a screen reader: hidden on screen, announced on change."""
+    return (f"<div class='attnlab-reading' role='status' aria-live='polite' style='{SCREEN_READER_ONLY}'>"
+            f"{html.escape(text)}</div>")
 
 
 def note(text: str) -> W.HTML:
@@ -68,6 +87,12 @@ def visible_svgs(widget: W.Widget) -> list[str]:
     return []
 
 
+def svg_title(svg: str) -> str | None:
+    """The description an SVG picture carries (its first ``<title>``), as plain text on one line."""
+    match = _TITLE.search(svg)
+    return " ".join(html.unescape(match.group(1)).split()) if match else None
+
+
 class StaticPicture:
     """An explorer's display where no widget can run: its pictures of the initial state and a caption.
 
@@ -83,9 +108,8 @@ class StaticPicture:
     def _repr_mimebundle_(self, **kwargs):
         data = super()._repr_mimebundle_(**kwargs)
         data["text/plain"] = _("{name}: an interactive explorer (shown by a Jupyter front end)").format(name=self.name)
-        alt = _("{name}, initial state").format(name=self.name)
         images = [f"```{{image}} data:image/svg+xml;base64,{base64.b64encode(svg.encode()).decode()}\n"
-                  f":alt: {alt}\n:align: center\n```" for svg in visible_svgs(self)]
+                  f":alt: {svg_title(svg) or self.name}\n:align: center\n```" for svg in visible_svgs(self)]
         data["text/markdown"] = "\n\n".join([*images, _(STATIC_CAPTION).format(name=self.name)])
         return data
 
@@ -100,17 +124,21 @@ class Explorer(StaticPicture, W.VBox):
     """
 
     def __init__(self, name: str, controls: dict[str, W.Widget], compute: Callable, draw: Callable,
-                 describe: Callable, control_rows: list, refresh: Callable | None = None):
+                 describe: Callable, control_rows: list, refresh: Callable | None = None,
+                 read: Callable | None = None):
         self.name = name
         self.controls = controls
         self._compute, self._draw, self._describe, self._refresh = compute, draw, describe, refresh
+        self._read = read
         self.picture = W.HTML()
         self.readout = W.HTML()
         self.message = W.HTML()
         self.state = None
         self.error: str | None = None
         self.updates = 0
+        self.reading: str | None = None          # the state's reading, what a screen reader announces
         super().__init__([*control_rows, self.picture, self.message, self.readout, note(_(LIVE_NOTE))])
+        self.add_class(EXPLORER_CLASS)
         for c in controls.values():
             c.observe(self._changed, names="value")
         self.update()
@@ -129,13 +157,15 @@ class Explorer(StaticPicture, W.VBox):
             state = self._compute(**self.values())
         except ValueError as exc:
             self.error = str(exc)
-            self.message.value = f"<div style='color:#c53030'>{html.escape(self.error)}</div>"
+            self.message.value = (f"<div class='attnlab-reading' role='status' style='color:#c53030'>"
+                                  f"{html.escape(self.error)}</div>")
             return
         self.error = None
         self.message.value = ""
         self.state = state
         self.picture.value = self._draw(state)
-        self.readout.value = block(self._describe(state))
+        self.reading = self._read(state) if self._read is not None else None
+        self.readout.value = block(self._describe(state)) + (reading_html(self.reading) if self.reading else "")
         self.updates += 1
 
 
@@ -146,9 +176,9 @@ def linked_stack(control: W.Widget, pages: list[W.Widget]) -> W.Stack:
     return stack
 
 
-def frame(draw: Callable, describe: Callable, state) -> W.HTML:
-    """One precomputed frame: the picture and the readout of ``state`` in one HTML widget."""
-    return W.HTML(draw(state) + block(describe(state)))
+def frame(draw: Callable, describe: Callable, state, read: Callable | None = None) -> W.HTML:
+    """One precomputed frame: the picture, the readout and the reading of ``state`` in one HTML widget."""
+    return W.HTML(draw(state) + block(describe(state)) + (reading_html(read(state)) if read is not None else ""))
 
 
 def product_frames(controls: list[W.Widget], leaf: Callable[[tuple], W.Widget], prefix: tuple = ()) -> W.Widget:
@@ -168,6 +198,7 @@ class Frames(StaticPicture, W.VBox):
 
     def __init__(self, name: str, children: list[W.Widget], controls: dict[str, W.Widget], states: dict):
         super().__init__([*children, note(_(OFFLINE_NOTE).format(name=name))])
+        self.add_class(EXPLORER_CLASS)
         self.name = name
         self.controls = controls
         self.states = states

@@ -16,7 +16,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..i18n import get_language
-from ..plots import ALLOWED_COLOR, FORBIDDEN_COLOR
+from ..plots import ALLOWED_COLOR, FORBIDDEN_COLOR, svg_with_alt
 
 FONT = "DejaVu Sans, Helvetica, Arial, sans-serif"
 # Chinese: the same Latin face, then CJK faces the browser (or rsvg-convert, for the PDF) falls back on
@@ -54,10 +54,16 @@ def _n(x: float) -> str:
 
 
 class Svg:
-    """Accumulates SVG elements; ``str(svg)`` is the finished picture."""
+    """Accumulates SVG elements; ``str(svg)`` is the finished picture.
 
-    def __init__(self, width: int, height: int):
+    ``alt`` is what the picture shows, in words (in the reader's language): the finished picture
+    carries it as its ``<title>`` and ``aria-label`` (``attnlab.plots.svg_with_alt``); every
+    explorer's ``draw`` sets it from its state.
+    """
+
+    def __init__(self, width: int, height: int, alt: str | None = None):
         self.width, self.height = width, height
+        self.alt = alt
         self.parts: list[str] = []
         self.smallest_text = 10.0          # the root's font size; text() lowers it
         self.font = FONT_ZH if get_language() == "zh_CN" else FONT
@@ -154,11 +160,12 @@ class Svg:
         self.parts.append(f'<text x="{_n(x)}" y="{_n(y)}"{extra}>{html.escape(str(s))}</text>')
 
     def __str__(self) -> str:
-        return (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {self.width} {self.height}" '
-                f'width="{self.width}" height="{self.height}" font-family="{self.font}" font-size="10" '
-                f'text-anchor="middle" dominant-baseline="middle" '
-                f'style="display:block;max-width:100%;--legible-svg-width:{self.min_width}px;height:auto;background:white">'
-                f'{"".join(self.parts)}</svg>')
+        svg = (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {self.width} {self.height}" '
+               f'width="{self.width}" height="{self.height}" font-family="{self.font}" font-size="10" '
+               f'text-anchor="middle" dominant-baseline="middle" '
+               f'style="display:block;max-width:100%;--legible-svg-width:{self.min_width}px;height:auto;background:white">'
+               f'{"".join(self.parts)}</svg>')
+        return svg if self.alt is None else svg_with_alt(svg, self.alt)
 
 
 class Panel:

@@ -17,7 +17,7 @@ HULL_FILL = "#e6edf5"        # ALLOWED_COLOR at 12 % opacity on white, as in plo
 
 def draw(s: st.ConvexState) -> str:
     """Values, their hull, the query arrow and the output (left, like plots.convex_picture); bars (right)."""
-    svg = Svg(720, 320)
+    svg = Svg(720, 320, alt=alt(s))
     p = Panel(svg, 58, 34, 340, 250, xlim=(-2.6, 2.6), ylim=(-2.0, 2.4), equal=True)
     title = (_("no allowed value: error") if s.error
              else _("output o = Σ a_j v_j   (τ = {tau})").format(tau=f"{s.temperature:g}"))
@@ -59,6 +59,32 @@ def draw(s: st.ConvexState) -> str:
             svg.text((x0 + x1) / 2, b.Y(0) - 30, _("masked"), size=9, rotate=-90, color=GRAY)
         svg.text((x0 + x1) / 2, b.Y(0) + 13, f"v{j + 1}", size=11, italic=True)
     return str(svg)
+
+
+def alt(s: st.ConvexState) -> str:
+    """What the picture shows, in words."""
+    if s.error:
+        return _("Five values as points in the plane, every one masked: no hull and no output. "
+                 "Beside them, no weight bars.")
+    masked = [f"v{j + 1}" for j in range(len(s.values)) if not s.allowed[j]]
+    text = _("Left: five values as points in the plane, dot size growing with the weight, the hull of the "
+             "allowed values shaded, the query as an arrow from the origin and the output as a star inside the "
+             "hull. Right: a bar for each value's weight.")
+    if masked:
+        text += " " + _("Masked, drawn hollow and without a bar: {names}.").format(names=", ".join(masked))
+    return text
+
+
+def reading(s: st.ConvexState) -> str:
+    """The state in one sentence: the query, the temperature, every weight and the output."""
+    angle = float(np.degrees(np.arctan2(s.query[1], s.query[0]))) % 360        # in [0°, 360°)
+    if s.error:
+        return _("query at {angle}°, τ = {tau}: every key is masked, no output (error)").format(
+            angle=f"{angle:.0f}", tau=f"{s.temperature:g}")
+    return _("query at {angle}°, τ = {tau}: weights {weights}; output ({o0}, {o1})").format(
+        angle=f"{angle:.0f}", tau=f"{s.temperature:g}",
+        weights=", ".join(f"{w:.2f}" if ok else _("masked") for w, ok in zip(s.weights, s.allowed)),
+        o0=f"{s.output[0]:.2f}", o1=f"{s.output[1]:.2f}")
 
 
 def describe(s: st.ConvexState) -> str:
@@ -110,7 +136,7 @@ def convex_combination_explorer(offline: bool = False):
                                    description=_("masked keys"), rows=5, style=style, layout=W.Layout(width="160px")),
     }
     rows = [W.HBox([W.VBox([c["angle"], c["length"], c["log10_temperature"]]), c["masked"]])]
-    return Explorer("convex_combination_explorer", c, _compute, draw, describe, rows)
+    return Explorer("convex_combination_explorer", c, _compute, draw, describe, rows, read=reading)
 
 
 OFFLINE_ANGLES = (0, 45, 90, 135, 180, 225, 270, 315)
@@ -132,7 +158,7 @@ def _offline() -> Frames:
     def leaf(idx):
         s = st.convex_state(OFFLINE_ANGLES[idx[0]], 1.5, OFFLINE_TEMPERATURES[idx[1]], OFFLINE_MASKS[idx[2]])
         states[idx] = s
-        return frame(draw, describe, s)
+        return frame(draw, describe, s, reading)
 
     body = product_frames([angle, temp, mask], leaf)
     return Frames("convex_combination_explorer", [W.HBox([angle, temp]), mask, body],

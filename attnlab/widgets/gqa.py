@@ -27,7 +27,7 @@ def _color(g: int, n: int) -> str:
 
 def draw(s: st.GQAState) -> str:
     """Query heads (top) wired to the KV head they read (bottom); KV-cache sizes as bars (right)."""
-    svg = Svg(720, 210)                # the column's width at 1280 px: shown at its drawn size
+    svg = Svg(720, 210, alt=alt(s))    # the column's width at 1280 px: shown at its drawn size
     if s.error:
         svg.text(360, 92, _("H_kv = {h_kv} does not divide H_q = {h_q}").format(h_kv=s.n_kv_heads, h_q=s.n_heads),
                  size=14, color=RED)
@@ -64,6 +64,26 @@ def draw(s: st.GQAState) -> str:
         svg.text(p.X(v) + 3, (y0 + y1) / 2, f"{v:.3g}", size=9, anchor="start")
         svg.text(p.X(0) - 5, (y0 + y1) / 2, name, size=9, anchor="end")
     return str(svg)
+
+
+def alt(s: st.GQAState) -> str:
+    """What the picture shows, in words."""
+    if s.error:
+        return _("No diagram: H_kv = {h_kv} does not divide H_q = {h_q}.").format(h_kv=s.n_kv_heads, h_q=s.n_heads)
+    return _("{h_q} query heads in a row, each joined by a line to the one of {h_kv} KV heads below that it "
+             "reads, in groups of {r}; beside them, bars of the KV cache's size for MQA, for this model and "
+             "for MHA.").format(h_q=s.n_heads, h_kv=s.n_kv_heads, r=s.group_size)
+
+
+def reading(s: st.GQAState) -> str:
+    """The state in one sentence: the head counts, the group size and the cache sizes."""
+    if s.error:
+        return _("H_q = {h_q}, H_kv = {h_kv}: H_kv does not divide H_q (error)").format(
+            h_q=s.n_heads, h_kv=s.n_kv_heads)
+    return _("H_q = {h_q}, H_kv = {h_kv}: group size r = {r}; KV cache {size}, "
+             "MHA {mha}, MQA {mqa}").format(h_q=s.n_heads, h_kv=s.n_kv_heads, r=s.group_size,
+                                            size=st.human_bytes(s.cache_bytes), mha=st.human_bytes(s.mha_bytes),
+                                            mqa=st.human_bytes(s.mqa_bytes))
 
 
 def describe(s: st.GQAState) -> str:
@@ -115,7 +135,7 @@ def gqa_explorer(offline: bool = False):
     }
     rows = [W.HBox([c["n_heads"], c["n_kv_heads"]]),
             W.HBox([c["n_layers"], c["T"], c["d_k"], c["dtype"], c["batch"]], layout=W.Layout(flex_flow="row wrap"))]
-    return Explorer("gqa_explorer", c, _compute, draw, describe, rows)
+    return Explorer("gqa_explorer", c, _compute, draw, describe, rows, read=reading)
 
 
 OFFLINE_HEADS = (1, 2, 4, 8, 16)
@@ -135,7 +155,7 @@ def _offline() -> Frames:
     def leaf(idx):
         s = st.gqa_state(OFFLINE_HEADS[idx[0]], OFFLINE_HEADS[idx[1]])
         states[idx] = s
-        return frame(draw, describe, s)
+        return frame(draw, describe, s, reading)
 
     body = product_frames([heads, kv], leaf)
     return Frames("gqa_explorer", [heads, kv, body], {"n_heads": heads, "n_kv_heads": kv}, states)

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import AttentionInputError
 from ..i18n import _
-from ._base import Explorer, Frames, block, note, product_frames
+from ._base import Explorer, Frames, block, note, product_frames, reading_html
 from ._svg import ALLOWED_COLOR, GRAY, RED, Svg, viridis
 
 TOP_K = 3
@@ -168,7 +168,7 @@ def draw(s: HeadState, real_only: bool = False) -> str:
     bottom = top + g + 8 + 5.8 * widest + 18      # column labels (rotated), then "key"
     cb_x = lx + g + 14                            # colour bar
     mid = max(lx + g / 2, 125.0)                  # titles centred over the grid, never cut off
-    svg = Svg(int(max(cb_x + 44, mid + 125)), int(bottom + 4))
+    svg = Svg(int(max(cb_x + 44, mid + 125)), int(bottom + 4), alt=alt(s, T))
     fs = 9                                        # token labels (rows are at least 10 px)
     svg.text(mid, 12, _("sentence {sentence}, layer {layer}, head {head}").format(
         sentence=s.sentence, layer=s.layer, head=s.head), size=11)
@@ -223,6 +223,25 @@ def draw(s: HeadState, real_only: bool = False) -> str:
     for v in (0, 0.5, 1):
         svg.text(cb_x + 13, top + g * (1 - v), f"{v:g}", size=9, anchor="start")
     return str(svg)
+
+
+def alt(s: HeadState, shown: int | None = None) -> str:
+    """What the picture shows, in words (``shown``: the positions drawn, all by default)."""
+    T = s.T if shown is None else shown
+    text = _("A heatmap of the weights of layer {layer}, head {head} for sentence {sentence}, {T} queries down "
+             "and {T} keys across, each labelled with its token; above it, bars of the weights that query {i} "
+             "\u201c{token}\u201d, framed in red, puts on each key.").format(
+                 layer=s.layer, head=s.head, sentence=s.sentence, T=T, i=s.query, token=s.tokens[s.query])
+    if T > s.length:
+        text += " " + _("The {n} padding positions are hatched.").format(n=T - s.length)
+    return text
+
+
+def reading(s: HeadState) -> str:
+    """The state in one sentence: layer, head, and the keys the chosen query reads most."""
+    top = ", ".join(f"\u201c{s.tokens[j]}\u201d {w:.2f}" for j, w in zip(s.top_keys, s.top_weights))
+    return _("layer {layer}, head {head}: query \u201c{token}\u201d reads most from {top}").format(
+        layer=s.layer, head=s.head, token=s.tokens[s.query], top=top)
 
 
 def describe(s: HeadState) -> str:
@@ -307,7 +326,7 @@ def head_explorer(maps, tokens, lengths, sentence: int = 0, layer: int = 0, head
 
     rows = [W.HBox([c["sentence"], c["query"]], layout=W.Layout(flex_flow="row wrap")),
             W.HBox([c["layer"], c["head"]], layout=W.Layout(flex_flow="row wrap"))]
-    return Explorer("head_explorer", c, compute, draw, describe, rows, refresh)
+    return Explorer("head_explorer", c, compute, draw, describe, rows, refresh, read=reading)
 
 
 def _offline(maps, toks, lengths, first: HeadState) -> Frames:
@@ -323,7 +342,7 @@ def _offline(maps, toks, lengths, first: HeadState) -> Frames:
         s = head_state(maps, toks, lengths, first.sentence, idx[0], idx[1], first.query)
         states[idx] = s
         return W.HTML("<div style='display:flex;flex-wrap:wrap;gap:8px 18px;align-items:flex-start'>"
-                      f"{draw(s, real_only=True)}{block(describe(s))}</div>")
+                      f"{draw(s, real_only=True)}{block(describe(s))}</div>{reading_html(reading(s))}")
 
     body = product_frames([layer, head], leaf)
     ex = Frames("head_explorer", [W.HBox([layer, head], layout=W.Layout(flex_flow="row wrap")), body],
@@ -338,4 +357,4 @@ def _offline(maps, toks, lengths, first: HeadState) -> Frames:
     return ex
 
 
-__all__ = ["HeadState", "check_inputs", "describe", "draw", "head_explorer", "head_state"]
+__all__ = ["HeadState", "alt", "check_inputs", "describe", "draw", "head_explorer", "head_state", "reading"]

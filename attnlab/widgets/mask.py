@@ -29,7 +29,7 @@ def draw(s: st.MaskState) -> str:
     top, lx = 42, 62
     gw, gh = cell * S, cell * T
     rx = lx + gw + 78
-    svg = Svg(int(rx + gw + 70), int(top + gh + 48))
+    svg = Svg(int(rx + gw + 70), int(top + gh + 48), alt=alt(s))
     rows = [str(p) for p in s.q_positions]
     heat_title = _("weights, mask AFTER softmax (wrong)") if s.after_softmax else _("weights (mask before softmax)")
     allowed_title = _("allowed: {pattern}").format(pattern=_(PATTERN_NAMES[s.pattern]))
@@ -78,6 +78,29 @@ def draw(s: st.MaskState) -> str:
             text, color = f"{total:.2f}", RED if abs(total - 1.0) > 1e-9 else "black"
         svg.text(rx + gw + 6, y + cell / 2, text, size=fs, anchor="start", color=color)
     return str(svg)
+
+
+def alt(s: st.MaskState) -> str:
+    """What the picture shows, in words."""
+    text = [_("Two grids of {T} queries by {S} keys for the mask \u201c{pattern}\u201d: on the left the allowed "
+              "(query, key) pairs, filled; on the right the weights, each row with its sum.").format(
+                  T=s.T, S=s.S, pattern=_(PATTERN_NAMES[s.pattern]))]
+    if "padding" in s.row_status:
+        text.append(_("Hatched rows are padding queries."))
+    if "empty" in s.row_status:
+        text.append(_("Rows outlined in red are valid queries that may read no key."))
+    return " ".join(text)
+
+
+def reading(s: st.MaskState) -> str:
+    """The state in one sentence: the pattern, where the mask goes, the allowed pairs, every row's sum."""
+    sums = [_("pad") if h == "padding" else (_("error") if np.isnan(x) or (h == "empty" and not s.after_softmax)
+                                             else f"{x:.2f}")
+            for h, x in zip(s.row_status, s.row_sums)]
+    when = _("mask after softmax (wrong)") if s.after_softmax else _("mask before softmax")
+    return _("{pattern}, {when}: {T} queries, {S} keys, {n_allowed} of {n_pairs} pairs allowed; "
+             "row sums {sums}").format(pattern=_(PATTERN_NAMES[s.pattern]), when=when, T=s.T, S=s.S,
+                                       n_allowed=int(s.allowed.sum()), n_pairs=s.T * s.S, sums=", ".join(sums))
 
 
 def describe(s: st.MaskState) -> str:
@@ -174,7 +197,7 @@ def mask_explorer(offline: bool = False, pattern: str = "causal", T: int = 6):
             W.HBox([c["T"], c["S"], c["offset"], c["window"]], layout=W.Layout(flex_flow="row wrap")),
             W.HBox([c["lengths"], c["seq"], c["side"], c["pad_queries_valid"], c["doc_ids"]],
                    layout=W.Layout(flex_flow="row wrap"))]
-    return Explorer("mask_explorer", c, _compute, draw, describe, rows, _refresh)
+    return Explorer("mask_explorer", c, _compute, draw, describe, rows, _refresh, read=reading)
 
 
 # Offline frames: a few instructive values per pattern, T <= 8.
@@ -231,7 +254,7 @@ def _offline() -> Frames:
         def leaf(idx, name=name, options=options, p_index=p_index):
             s = st.mask_state(name, after_softmax=bool(idx[1]), **options[idx[0]][1])
             states[(p_index, *idx)] = s
-            return frame(draw, describe, s)
+            return frame(draw, describe, s, reading)
 
         pages.append(W.VBox([param, product_frames([param, after], leaf)]))
     body = linked_stack(pattern, pages)

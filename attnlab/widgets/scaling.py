@@ -23,7 +23,7 @@ def _sweep(S: int, n: int):
 
 def draw(s: st.ScalingState) -> str:
     """Histogram of the logits with the N(0, sigma^2) density (left); softmax statistics vs d_k (right)."""
-    svg = Svg(720, 300)                # the column's width at 1280 px: shown at its drawn size
+    svg = Svg(720, 300, alt=alt(s))    # the column's width at 1280 px: shown at its drawn size
     sigma = s.logit_std_theory
     lim = max(4.0, 4 * sigma)
     counts, edges = np.histogram(s.logits.ravel(), bins=40, range=(-lim, lim), density=True)
@@ -54,6 +54,28 @@ def draw(s: st.ScalingState) -> str:
     svg.circle(q.X(s.d_k), q.Y(s.max_weight), 5, fill=color)
     svg.rect(q.X(s.d_k) - 4, q.Y(s.jacobian_norm) - 4, 8, 8, fill=color, opacity=0.6)
     return str(svg)
+
+
+def alt(s: st.ScalingState) -> str:
+    """What the picture shows, in words."""
+    text = (_("Left: a histogram of the logits for d_k = {d_k}, scaled by 1/√d_k, with the normal density of "
+              "standard deviation {sigma} over it.") if s.scaled else
+            _("Left: a histogram of the logits for d_k = {d_k}, unscaled, with the normal density of "
+              "standard deviation {sigma} over it."))
+    return (text.format(d_k=s.d_k, sigma=f"{s.logit_std_theory:.3g}") + " " + _(
+        "Right: the mean largest weight and the size of the softmax Jacobian against d_k from 1 to 512, "
+        "scaled (flat) and unscaled (the largest weight rising towards 1, the Jacobian falling), "
+        "the current d_k marked."))
+
+
+def reading(s: st.ScalingState) -> str:
+    """The state in one sentence: d_k, scaled or not, and the softmax statistics."""
+    text = (_("d_k = {d_k}, scaled: logit standard deviation {std}; mean largest weight {max_w}; "
+              "mean entropy {entropy} nats; Jacobian size {jac}; {saturated} % of rows saturated") if s.scaled
+            else _("d_k = {d_k}, unscaled: logit standard deviation {std}; mean largest weight {max_w}; "
+                   "mean entropy {entropy} nats; Jacobian size {jac}; {saturated} % of rows saturated"))
+    return text.format(d_k=s.d_k, std=f"{s.logit_std:.2f}", max_w=f"{s.max_weight:.2f}", entropy=f"{s.entropy:.2f}",
+                       jac=f"{s.jacobian_norm:.2f}", saturated=f"{100 * s.saturated:.0f}")
 
 
 def describe(s: st.ScalingState) -> str:
@@ -91,7 +113,8 @@ def scaling_explorer(offline: bool = False):
     c = {"d_k": W.SelectionSlider(options=list(st.D_K_VALUES), value=64, description="d_k", style=style),
          "scaled": W.ToggleButtons(options=[(_(SCALED), SCALED), (_(UNSCALED), UNSCALED)], value=UNSCALED,
                                    description="", style={"button_width": "auto"})}
-    return Explorer("scaling_explorer", c, _compute, draw, describe, [W.HBox([c["d_k"], c["scaled"]])])
+    return Explorer("scaling_explorer", c, _compute, draw, describe, [W.HBox([c["d_k"], c["scaled"]])],
+                    read=reading)
 
 
 def _offline() -> Frames:
@@ -104,7 +127,7 @@ def _offline() -> Frames:
     def leaf(idx):
         s = st.scaling_state(d_k=st.D_K_VALUES[idx[0]], scaled=idx[1] == 0)
         states[idx] = s
-        return frame(draw, describe, s)
+        return frame(draw, describe, s, reading)
 
     body = product_frames([d_k, scaled], leaf)
     return Frames("scaling_explorer", [W.HBox([d_k, scaled]), body], {"d_k": d_k, "scaled": scaled}, states)
