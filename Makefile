@@ -64,7 +64,7 @@ test-fast: $(STAMP)  ## the fast tests only (about 2 minutes): no builds, notebo
 test-browser: $(STAMP)  ## drive the built book in headless Chromium
 	REQUIRE_BOOK=1 $(VENV)/bin/pytest -m browser
 test-pdf: $(STAMP)  ## check the built PDFs (titles, references, fonts, explorer pictures)
-	REQUIRE_PDF=1 $(VENV)/bin/pytest tests/test_pdf.py tests/test_pdf_zh.py
+	REQUIRE_PDF=1 $(VENV)/bin/pytest tests/build/test_pdf.py tests/build/test_pdf_zh.py
 lab: $(STAMP)  ## JupyterLab; the chapters' .md files open as notebooks
 	$(VENV)/bin/jupyter lab
 bench: $(STAMP)  ## the attention benchmark (benchmarks/attention.py)

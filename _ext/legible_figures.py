@@ -9,7 +9,7 @@ the root of every diagram's SVG (``data-min-text-px``, in the SVG's own pixels, 
 the ``<img>``, with the CSS width below which that text would be smaller than 9 CSS pixels:
 ``<img class="attnlab-figure" data-min-text-px="15.28" style="--legible-width: 412px">``. The
 stylesheet never lets the figure shrink below that width: on a phone a wide figure scrolls
-inside its own output box instead. tests/test_browser.py checks the result in Chromium.
+inside its own output box instead. tests/build/test_browser.py checks the result in Chromium.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Checks of one translated paragraph against its English source (used by tests/test_translations.py).
+"""Checks of one translated paragraph against its English source (used by tests/build/test_translations.py).
 
 A translation may reorder a sentence freely, but it must keep every cross-reference, computed
 number, citation and formula of its source, and it must use the glossary's Chinese term wherever
@@ -40,7 +40,7 @@ def _difference(source: Counter, translation: Counter, what: str) -> list[str]:
     problems = []
     for item, n in (source - translation).items():
         problems.append(f"{what} {item!r} is missing from the translation" + (f" ({n} times)" if n > 1 else ""))
-    for item, n in (translation - source).items():
+    for item in (translation - source):
         problems.append(f"{what} {item!r} is in the translation but not in the source")
     return problems
 

@@ -22,8 +22,8 @@ import re
 
 import pytest
 
-from tests.browser_support import require_book
-from tests.test_browser import BOTH_EDITIONS, BUILD, PAGES, ZH, ZH_PAGES, open_page, site  # noqa: F401
+from tests.build.browser_support import require_book
+from tests.build.test_browser import BOTH_EDITIONS, BUILD, PAGES, ZH, ZH_PAGES, open_page, site  # noqa: F401
 
 pytestmark = pytest.mark.browser
 AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]

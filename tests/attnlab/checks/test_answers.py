@@ -66,7 +66,7 @@ ANSWERS = {
 
 def test_every_registered_answer_is_recomputed_here():
     from attnlab.checks.answer_table import ANSWERS as REGISTRY
-    from_the_model = {"pretrained.max_special_share"}     # recomputed in tests/checks/test_pretrained.py
+    from_the_model = {"pretrained.max_special_share"}     # recomputed in tests/attnlab/checks/test_pretrained.py
     assert set(REGISTRY) == set(ANSWERS) | from_the_model
 
 
@@ -154,7 +154,7 @@ def test_answer_table_matches_what_the_solutions_compute():
     import pathlib
     import subprocess
     import sys
-    root = pathlib.Path(__file__).resolve().parents[2]
+    root = pathlib.Path(__file__).resolve().parents[3]
     done = subprocess.run([sys.executable, "-m", "bookbuild", "answers", "--check"], cwd=root,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -8,7 +8,7 @@ import pytest
 from bookbuild import assignments as make_assignments
 from bookbuild import grade
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 
 from attnlab.grading.sandbox import code_cells, run_check  # noqa: E402
 from attnlab.grading.supervisor import Question, _score  # noqa: E402

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 from bookbuild.i18n.checks import formulas, glossary_problems, roles, structure_problems  # noqa: E402
 
 CATALOGS = sorted((ROOT / "locale" / "zh_CN" / "LC_MESSAGES").rglob("*.po"))
@@ -87,7 +87,7 @@ ALTERNATIVES = {"softmax": ("softmax",), "token": ("token",)}
 @pytest.mark.parametrize("catalog", CATALOGS, ids=lambda p: str(p.relative_to(ROOT / "locale")))
 def test_every_translation_uses_the_glossary_terms(catalog):
     polib = pytest.importorskip("polib")
-    from tests.test_glossary import glossary
+    from tests.build.test_glossary import glossary
 
     terms = glossary()
     problems = [f"{entry.msgid[:60]!r}: {p}"

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CONDA_NAMES = {"torch": "pytorch"}          # PyPI name -> conda-forge name, where they differ
 CONDA_ONLY = {"python", "pip", "nodejs"}    # environment.yml needs these; pyproject cannot list them
 

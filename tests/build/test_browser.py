@@ -9,7 +9,7 @@ import contextlib
 
 import pytest
 
-from tests.browser_support import CHROMIUM_ARGS, ROOT, PageWatch, chromium_path, require_book, serve
+from tests.build.browser_support import CHROMIUM_ARGS, ROOT, PageWatch, chromium_path, require_book, serve
 
 pytestmark = pytest.mark.browser
 BUILD = ROOT / "_build"

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 GUIDE = ROOT / "instructors.md"
 
 

@@ -2,7 +2,7 @@
 
 A test "covers" the pair (checker, mistake) when one test function calls ``C.check_<name>`` and contains the
 mistake's name as a string (the ``assert_diagnosis(result, "<mistake>", ...)`` of that test). A topic's own
-mistakes must be covered in ``tests/checks/test_<topic>.py``; the failures every checker shares (time limit,
+mistakes must be covered in ``tests/attnlab/checks/test_<topic>.py``; the failures every checker shares (time limit,
 input changed in place, wrong type, ...) anywhere in this folder.
 """
 import ast

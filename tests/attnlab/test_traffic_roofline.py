@@ -64,7 +64,8 @@ def test_counter_agrees_with_the_tiled_formula(causal):
         # two key blocks, so no key tile is reused from one query block to the next (the formula
         # assumes none is)
         assert N * bq * d * 8 < slow
-        measured[bq] = counted(lambda: chunked_attention(q, k, v, causal=causal, block_q=bq, block_k=1), slow).total
+        measured[bq] = counted(lambda bq=bq: chunked_attention(q, k, v, causal=causal, block_q=bq, block_k=1),
+                               slow).total
         formula[bq] = traffic.tiled_bytes(1, N, T, T, d, block_q=bq, causal=causal, itemsize=8)
     # the block-dependent part is counted exactly; the rest is a prologue of O(T d) bytes
     extra = {bq: measured[bq] - formula[bq] for bq in measured}

@@ -443,7 +443,7 @@ def test_offline_mask_patterns_open_on_an_instructive_option(no_drawing):
     from attnlab.widgets.mask import OFFLINE_GRID
     ex = al.widgets.mask_explorer(offline=True)
     body = ex.children[1]
-    for p, (name, _, opts) in enumerate(OFFLINE_GRID):
+    for p, (name, _, _opts) in enumerate(OFFLINE_GRID):
         param = ex.controls["params"][p]
         shown = body.children[p].children[1]                        # the stack this pattern's control drives
         assert shown.selected_index == param.index
@@ -460,7 +460,7 @@ def test_offline_frames_are_pictures():
     g = al.widgets.gqa_explorer(offline=True)
     frames = [w for w in _walk(g) if isinstance(w, W.HTML) and "<svg" in w.value]
     assert len(frames) == len(g.states)
-    for (i, j), s in g.states.items():     # each frame shows its own numbers, or why there are none
+    for s in g.states.values():            # each frame shows its own numbers, or why there are none
         if s.error:
             assert any(f"H_kv = {s.n_kv_heads} does not divide H_q = {s.n_heads}" in f.value for f in frames)
         else:
@@ -469,7 +469,7 @@ def test_offline_frames_are_pictures():
 
 # ------------------------------------------------------------------------------- legible pictures
 
-from attnlab.plots import COLUMN_PX  # noqa: E402  (the 1280 px column; tests/test_browser.py measures it)
+from attnlab.plots import COLUMN_PX  # noqa: E402  (the 1280 px column; tests/build/test_browser.py measures it)
 
 LEGIBLE_PX = 9.0       # the smallest text a reader may be shown there
 

@@ -27,7 +27,7 @@ from attnlab.widgets import scaling  # noqa: E402
 from attnlab.widgets import state as st  # noqa: E402
 from attnlab.widgets._base import visible_svgs  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CJK = re.compile("[\u4e00-\u9fff]")
 SVG_NS = "{http://www.w3.org/2000/svg}"
 

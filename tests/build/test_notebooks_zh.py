@@ -15,7 +15,7 @@ import nbformat
 import polib
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 from bookbuild import assignments as make_assignments  # noqa: E402
 from bookbuild import notebooks as make_notebooks  # noqa: E402
 from bookbuild.i18n import markdown as tm  # noqa: E402

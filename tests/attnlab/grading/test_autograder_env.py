@@ -19,7 +19,7 @@ from .submissions import QUESTIONS, write_submissions
 
 pytestmark = pytest.mark.slow
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 
 
 def lock_pins():

@@ -56,7 +56,7 @@ def test_a_bad_environment_value_warns_and_keeps_english():
 
 # --- the NumPy side's error messages in Chinese ------------------------------------------------
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PO = ROOT / "attnlab" / "locale" / "zh_CN" / "LC_MESSAGES" / "attnlab.po"
 CJK = re.compile("[\u4e00-\u9fff]")
 
@@ -383,10 +383,10 @@ def test_the_torch_empty_row_message_is_the_numpy_one_in_both_languages():
 
 def _chapter_cases():
     """(checker, a right answer, a wrong one, the mistake it must be named with); the answers are the
-    ones the checkers' own tests use (tests/checks/)."""
-    from tests.checks import test_heads as th
-    from tests.checks import test_kv_cache as tk
-    from tests.checks import test_pretrained as tp
+    ones the checkers' own tests use (tests/attnlab/checks/)."""
+    from tests.attnlab.checks import test_heads as th
+    from tests.attnlab.checks import test_kv_cache as tk
+    from tests.attnlab.checks import test_pretrained as tp
 
     ring_slot = lambda p, w, s: p if p < s else s + (p - s) % w            # noqa: E731
     return {

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 import edition_switch  # noqa: E402  (the Sphinx extensions are on pytest's pythonpath)
 
 from bookbuild import editions as edition_config  # noqa: E402

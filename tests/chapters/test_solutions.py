@@ -12,7 +12,7 @@ import jupytext
 import pytest
 from nbclient import NotebookClient
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 from bookbuild import assignments as make_assignments  # noqa: E402
 
 EXERCISES = sorted((ROOT / "exercises").glob("ex[0-9][0-9]_*.md"))

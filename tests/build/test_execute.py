@@ -8,7 +8,7 @@ import pathlib
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 from bookbuild import execute as execute_pages  # noqa: E402
 
 HEADER = """---

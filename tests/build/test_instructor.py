@@ -4,7 +4,7 @@ The fast tests check the bookkeeping that keeps both editions building (labels, 
 contents, links both ways); the slow ones build the student edition, and build every chapter's
 otter assignment and grade its solved and blank notebooks. The grading itself (make grade, the
 otter plugin, the autograder's environment, gaming, time limits, the guide) is tested in
-tests/grading/.
+tests/attnlab/grading/.
 """
 import json
 import pathlib
@@ -15,7 +15,7 @@ import nbformat
 import pytest
 import yaml
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 from bookbuild import assignments as make_assignments  # noqa: E402
 from bookbuild import notebooks as make_notebooks  # noqa: E402
 
@@ -160,7 +160,7 @@ def test_every_chapter_grades_the_solution_full_marks_and_the_blank_notebook_zer
     """otter assign checks the solutions in its kernel; the sandbox then grades both notebooks.
 
     (otter run itself, the plugin, the zip's environment and gaming are tested on chapter 1 in
-    tests/grading/.)
+    tests/attnlab/grading/.)
     """
     from attnlab.grading import grade_notebook
     from attnlab.grading.otter_plugin import questions_from_config

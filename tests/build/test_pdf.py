@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PDF = ROOT / "_build" / "pdf" / "attention-computed.pdf"
 LATEX_LOG = ROOT / "_build" / "latex" / "attention-computed.log"
 HTML = ROOT / "_build" / "html"

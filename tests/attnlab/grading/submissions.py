@@ -88,7 +88,7 @@ def write_submissions(assignment: pathlib.Path, folder: pathlib.Path) -> dict[st
     gamed = nbformat.from_dict(student)
     imports = next(i for i, c in enumerate(gamed.cells) if c.cell_type == "code" and "import attnlab" in c.source)
     gamed.cells.insert(imports + 1, nbformat.v4.new_code_cell(GAMING))
-    for question, function in FUNCTIONS.items():             # the stubs must not undo the gaming cell
+    for function in FUNCTIONS.values():                       # the stubs must not undo the gaming cell
         for cell in gamed.cells:
             if cell.cell_type == "code" and re.search(rf"^def {function}\(", cell.source, re.M) \
                     and "NotImplementedError" in cell.source:

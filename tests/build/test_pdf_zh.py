@@ -1,4 +1,4 @@
-"""The Chinese PDF (`make pdf-zh`), read back with poppler like the English one (tests/test_pdf.py).
+"""The Chinese PDF (`make pdf-zh`), read back with poppler like the English one (tests/build/test_pdf.py).
 
 Without it these tests skip; `make test-pdf` (CI) sets REQUIRE_PDF=1 and then they fail instead.
 """
@@ -11,7 +11,7 @@ from pathlib import Path
 import polib
 import pytest
 
-from tests.test_pdf import ROOT, WIDGET_REPRS, flat, poppler, skip_or_fail, title, toc_documents
+from tests.build.test_pdf import ROOT, WIDGET_REPRS, flat, poppler, skip_or_fail, title, toc_documents
 
 PDF = ROOT / "_build" / "pdf" / "attention-computed-zh.pdf"
 LATEX_LOG = ROOT / "_build" / "zh" / "_build" / "latex" / "attention-computed-zh.log"
