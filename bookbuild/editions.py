@@ -57,6 +57,9 @@ class Edition:
 
     @property
     def config_file(self) -> str:
+        """_config.yml as written for English; generated for Chinese, and for a student PDF (its own file name)."""
+        if self.audience == "student" and self.fmt == "pdf":
+            return f"_config_{self.name}.yml"
         return "_config_zh.yml" if self.zh else "_config.yml"
 
     @property
@@ -269,8 +272,9 @@ def _write(name: str, data: dict, source: str) -> None:
 
 def write_files(edition: Edition) -> None:
     """The generated config and toc ``edition`` builds from (English full: the files as written)."""
-    if edition.zh:
+    if edition.config_file != "_config.yml":
         _write(edition.config_file, edition_config(edition), "_config.yml")
+    if edition.zh:
         write_zh_bib()
     if edition.toc_file != "_toc.yml":
         _write(edition.toc_file, edition_toc(edition), "_toc.yml")

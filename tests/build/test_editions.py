@@ -98,3 +98,29 @@ def test_the_switch_links_the_twin_page_only_where_it_exists(tmp_path):
     chinese = _switch(tmp_path / "c", "zh", "_toc_zh.yml", zh_built=False)
     assert 'content="../../../html/chapters/03_masks.html"' in chinese and 'data-label="English"' in chinese
     assert _switch(tmp_path / "d", "en", "_toc_student.yml", zh_built=True) == ""   # no solutions behind it
+
+
+# --- the editions as data (bookbuild.editions.Edition) -----------------------------------------------
+
+def test_every_edition_derives_its_own_config_toc_cache_and_output():
+    from bookbuild.editions import EDITIONS, Edition, edition_config, full_toc, student_toc
+
+    editions = [*EDITIONS.values(), Edition("zh_CN", "student", "pdf")]       # a new edition: one value
+    assert len({e.output for e in editions}) == len(editions)
+    assert len({(e.config_file, e.toc_file) for e in editions}) >= len(editions) - 2   # html and pdf share
+    assert {e.cache for e in editions} == {Edition().cache, Edition("zh_CN").cache}    # one cache per language
+    pdfs = [edition_config(e)["latex"]["latex_documents"]["targetname"] for e in editions if e.fmt == "pdf"]
+    assert len(set(pdfs)) == len(pdfs) and all(e.output.suffix == ".pdf" for e in editions if e.fmt == "pdf")
+    student = [c["file"] for part in student_toc(full_toc())["parts"] for c in part["chapters"]]
+    assert "solutions_withheld" in student and not [f for f in student if f.startswith("solutions/")]
+
+
+def test_an_edition_refuses_what_it_does_not_know_by_name():
+    import pytest
+
+    from bookbuild.editions import Edition
+
+    with pytest.raises(ValueError, match="lang is one of en, zh_CN; got 'fr'"):
+        Edition("fr")
+    with pytest.raises(ValueError, match="audience is one of full, student"):
+        Edition(audience="teacher")
