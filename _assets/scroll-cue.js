@@ -1,4 +1,4 @@
-// Scroll cue (see _ext/scroll_cue.py): a box that scrolls sideways fades out at each edge where
+// Scroll cue (loaded by html_js_files in _config.yml): a box that scrolls sideways fades out at each edge where
 // more of it is hidden, so a reader on a phone sees there is more. A box "scrolls" when more than
 // SLACK pixels of it are hidden: MathJax's glyph boxes overhang a formula by a pixel or two, and
 // such a formula gets no cue. The classes follow the box as it is scrolled and the page resized.

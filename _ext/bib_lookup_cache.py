@@ -1,4 +1,9 @@
-"""pybtex's plugin lookups, cached: a quarter of the book's build time was spent in them.
+"""Workaround: pybtex looks its plugins up through the installed packages' entry points on every call,
+uncached (no issue filed upstream; pygments had the same cost and fixed it the same way,
+pygments/pygments#2979). Remove when a pybtex release caches its entry points: the build's profile
+then shows no time in ``pybtex.plugin``.
+
+pybtex's plugin lookups, cached: a quarter of the book's build time was spent in them.
 
 pybtex finds each plugin (the "text" backend, a label style...) by asking the installed packages'
 entry points, every time: ``render_as("text")`` on a name, once per cited reference per page. In

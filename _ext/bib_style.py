@@ -1,4 +1,7 @@
-"""The bibliography's own pybtex style ``authoryear``: entries labelled as they are cited.
+"""Bespoke: the bibliography labels its entries as they are cited (a pybtex style plugin, the extension
+point sphinxcontrib-bibtex documents).
+
+The bibliography's own pybtex style ``authoryear``: entries labelled as they are cited.
 
 The book cites author-year ("Dao et al., 2022"); pybtex's ``plain`` style labels the list [1],
 [2], ..., so a reader of the PDF could not find "Dao et al., 2022" in it by its label, and it

@@ -1,4 +1,9 @@
-"""Bibliography entries are list items for assistive technology.
+"""Workaround (no issue filed upstream; report at docutils): docutils marks bibliography entries with
+the deprecated DPUB-ARIA role ``doc-biblioentry``, which axe-core reports. Remove when docutils
+writes ``role="listitem"`` (the accessibility audit of tests/build/test_a11y_browser.py passes
+without this extension).
+
+Bibliography entries are list items for assistive technology.
 
 docutils writes each entry as ``<div class="citation" role="doc-biblioentry">`` inside
 ``<div role="list">``. DPUB-ARIA 1.1 deprecates ``doc-biblioentry``; a checker (axe-core) then no

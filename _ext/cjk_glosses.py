@@ -1,4 +1,6 @@
-"""Mark the Chinese glosses of the prose as Chinese: ``<span lang="zh" class="zh">键</span>``.
+"""Bespoke: the Chinese glosses of the English prose get ``lang="zh"`` (a font and a voice of their own).
+
+Mark the Chinese glosses of the prose as Chinese: ``<span lang="zh" class="zh">键</span>``.
 
 Without ``lang``, a browser picks a font for CJK characters by itself; on many systems that is
 a Japanese or a calligraphic face. The span lets the stylesheet (``_assets/book.css``) give

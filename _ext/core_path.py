@@ -1,4 +1,4 @@
-"""bespoke: a chapter's core path and its optional depth.
+"""Bespoke: a chapter's core path and its optional depth.
 
 A section whose label starts with ``deeper-`` is optional depth ("Going deeper")::
 

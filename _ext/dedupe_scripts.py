@@ -1,4 +1,9 @@
-"""Drop repeated inline <script> blocks from each page.
+"""Workaround for sphinx-doc/sphinx#13402 (``add_js_file(None, body=...)`` after the builder starts
+emits the script twice; merged in March 2025, after the 7.x line that Jupyter Book 1 pins: Sphinx
+7.4.7 still passes ``None`` where ``init_js_files`` passes ``''``). Remove when the pinned Sphinx
+contains #13402 (with Jupyter Book 2).
+
+Drop repeated inline <script> blocks from each page.
 
 With Sphinx 7.4, extensions that register an inline script (``add_js_file(None, body=...)``)
 after the builder starts -- sphinx-thebe and sphinx-togglebutton under Jupyter Book -- get it

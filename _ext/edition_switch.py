@@ -1,4 +1,6 @@
-"""A link on every page to the same page in the other edition (English <-> 中文).
+"""Bespoke: a link on every page to its twin in the other edition.
+
+A link on every page to the same page in the other edition (English <-> 中文).
 
 The editions are built side by side: the English book in ``_build/html`` and the Chinese one in
 ``_build/zh/html``. Each page gets a ``<meta name="edition-switch">`` with the relative address of

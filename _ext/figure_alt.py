@@ -1,4 +1,6 @@
-"""Every figure's ``<img>`` gets its description as ``alt``, not its file name.
+"""Bespoke: every figure's ``<img>`` gets its description (``al.plots.describe``) as ``alt``.
+
+Every figure's ``<img>`` gets its description as ``alt``, not its file name.
 
 A page describes each figure it draws with ``attnlab.plots.describe(fig, "...")`` (English in
 the source, translated when the Chinese edition executes). The PNG carries the text in its

@@ -1,4 +1,6 @@
-"""A glossary entry that lists word forms of one term shows them on one line.
+"""Bespoke: a glossary term and its word forms on one line.
+
+A glossary entry that lists word forms of one term shows them on one line.
 
 The glossary in notation.md lists a term together with its word forms, each with the one Chinese
 term they share, so that a ``{term}`` role and the gloss test find every form::

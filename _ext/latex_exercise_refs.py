@@ -1,4 +1,9 @@
-"""PDF only: references to an exercise on another page link to the exercise and show its number.
+"""Workaround: sphinx-exercise rewrites for LaTeX only the references of an exercise's own page, so a
+reference from another page printed "Exercise ??" in the PDF (no issue filed upstream; report at
+executablebooks/sphinx-exercise). Remove when the PDF builds without it and tests/build/test_pdf.py
+finds no "??".
+
+PDF only: references to an exercise on another page link to the exercise and show its number.
 
 sphinx-exercise labels an exercise in LaTeX as ``exercise:<label>`` and rewrites the references of
 the exercise's own page to that label, but a reference from another page (a solution's "the mask

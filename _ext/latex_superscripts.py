@@ -1,4 +1,8 @@
-"""PDF only: numbers written as ``1.2 × 10⁻⁷`` in prose become TeX math, ``\\(1.2 \\times 10^{-7}\\)``.
+"""Workaround for the PDF's text font: Latin Modern has no superscript digits nor U+207B, which
+``attnlab.display.scientific`` writes (no upstream to fix: the font is complete as designed).
+Remove when the PDF's main font has them (or ``scientific`` writes math for the PDF).
+
+PDF only: numbers written as ``1.2 × 10⁻⁷`` in prose become TeX math, ``\\(1.2 \\times 10^{-7}\\)``.
 
 ``attnlab.display.scientific`` writes small numbers with Unicode superscripts, which the HTML
 fonts have. The PDF's text font (Latin Modern) lacks ⁴⁵⁶⁷⁸⁹ and ⁻, and xelatex would drop them

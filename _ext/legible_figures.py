@@ -1,4 +1,6 @@
-"""Figures keep their text legible: never shown narrower than the width where it reads at 9 px.
+"""Bespoke: figures are never shown narrower than the width where their text reads at 9 px.
+
+Figures keep their text legible: never shown narrower than the width where it reads at 9 px.
 
 ``attnlab.plots.book_style`` stamps every figure's PNG with its smallest text, in pixels of
 the PNG (tEXt entry ``attnlab:min-text-px``); ``attnlab.diagrams`` writes the same number on
@@ -7,7 +9,7 @@ the root of every diagram's SVG (``data-min-text-px``, in the SVG's own pixels, 
 the ``<img>``, with the CSS width below which that text would be smaller than 9 CSS pixels:
 ``<img class="attnlab-figure" data-min-text-px="15.28" style="--legible-width: 412px">``. The
 stylesheet never lets the figure shrink below that width: on a phone a wide figure scrolls
-inside its own output box instead. tests/test_browser.py checks the result in Chromium.
+inside its own output box instead. tests/build/test_browser.py checks the result in Chromium.
 """
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Keep inline math and the punctuation next to it on one line: ``$x$,`` or ``$T$。``.
+"""Bespoke: inline math and the punctuation next to it stay on one line.
+
+Keep inline math and the punctuation next to it on one line: ``$x$,`` or ``$T$。``.
 
 MathJax draws inline math as an inline-block, and a browser may break a line after an inline-block
 even before a comma or a full stop, which then starts the next line. No stylesheet rule can reach

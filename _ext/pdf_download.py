@@ -1,4 +1,6 @@
-"""A "download the book as a PDF" button in the header of every HTML page, once `make pdf` built it.
+"""Bespoke: the header's PDF button, only when the PDF has been built.
+
+A "download the book as a PDF" button in the header of every HTML page, once `make pdf` built it.
 
 When ``pdf_download_file`` (relative to the book's root) exists as the HTML build starts, the PDF
 is copied into the HTML output and every page's header gets a link to it (a sphinx-book-theme

@@ -1,4 +1,6 @@
-"""Long code names in table cells may break after a dot or an underscore on a narrow screen.
+"""Bespoke: long code names in table cells may break after ``.`` and ``_`` on a phone.
+
+Long code names in table cells may break after a dot or an underscore on a narrow screen.
 
 A cell holding ``torch.nn.functional.scaled_dot_product_attention`` was one unbreakable word
 432 px wide, wider than a phone: the first column pushed the rest of the table off the screen.

@@ -85,9 +85,9 @@ def cache_sizes(cpu: int = 0, root: str = "/sys/devices/system/cpu") -> list[dic
     rows = []
     for index in sorted(Path(root, f"cpu{cpu}", "cache").glob("index*")):
         try:
-            read = lambda name: (index / name).read_text().strip()  # noqa: E731
-            rows.append({"level": int(read("level")), "type": read("type"), "bytes": _size_bytes(read("size")),
-                         "shared_by": read("shared_cpu_list")})
+            fields = {name: (index / name).read_text().strip() for name in ("level", "type", "size", "shared_cpu_list")}
+            rows.append({"level": int(fields["level"]), "type": fields["type"], "bytes": _size_bytes(fields["size"]),
+                         "shared_by": fields["shared_cpu_list"]})
         except (OSError, ValueError, KeyError, IndexError):
             continue
     return rows

@@ -33,7 +33,6 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))                                 # this checkout's attnlab, as the children get
 IMPLS = ("sdpa", "auto", "chunked", "naive")
 BACKWARD_IMPLS = ("sdpa+bwd", "chunked+bwd")                  # timed only: forward and backward
 B, H, D = 1, 8, 64
@@ -146,7 +145,7 @@ def measure_time(T: int, device: str, repeats: int, threads: int | None) -> list
 
 def _child(args: list[str], device: str, threads: int | None):
     cmd = [sys.executable, __file__, *args, "--device", device] + (["--threads", str(threads)] if threads else [])
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))   # this attnlab
     res = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
     if res.returncode != 0:
         raise RuntimeError(f"{' '.join(args)} failed:\n{res.stderr}")

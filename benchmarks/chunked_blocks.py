@@ -11,9 +11,6 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # this checkout's attnlab
 
 SHAPES = [(64, 128), (64, 256), (128, 256), (128, 512), (256, 256), (256, 512)]
 

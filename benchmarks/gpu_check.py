@@ -6,7 +6,7 @@
 
 Sections, each written to the record as soon as it is done (a run cut short keeps what it measured):
 
-1. tests: tests/test_torch_*.py, tests/attnlab/torch_ops and tests/attnlab/kernels on the GPU (pass/fail
+1. tests: tests/attnlab/torch_ops and tests/attnlab/kernels on the GPU (pass/fail
    lines and time; never skipped silently);
 2. attention: SDPA, chunked_attention and the Triton FlashAttention-2 kernel, forward and forward plus
    backward, at T = 4096, head widths 64 and 128, float16 and bfloat16, causal and not (B = 4, H = 2048 / d);
@@ -36,14 +36,12 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from attnlab import bench, occupancy, traffic
+from attnlab.torch_ops import chunked_attention
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))                                  # this checkout's attnlab
 
-from attnlab import bench, occupancy, traffic  # noqa: E402
-from attnlab.torch_ops import chunked_attention  # noqa: E402
-
-TEST_PATHS = ["tests/test_torch_attention.py", "tests/test_torch_chunked.py", "tests/test_torch_mha.py",
-              "tests/attnlab/torch_ops", "tests/attnlab/kernels"]
+TEST_PATHS = ["tests/attnlab/torch_ops", "tests/attnlab/kernels"]      # the torch tests, cpu and cuda
 
 
 def sizes(dry_run: bool) -> dict:

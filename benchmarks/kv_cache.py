@@ -22,13 +22,11 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import time
 from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import attnlab as al  # noqa: E402
 from attnlab.torch_ops import KVCache, MultiHeadAttention, MultiHeadLatentAttention  # noqa: E402
 

@@ -1,13 +1,6 @@
 """Shared pytest fixtures."""
-import sys
-from pathlib import Path
-
 import pytest
 import torch
-
-# tests/ is a package (tests/attnlab/ mirrors the package and must not shadow it), so the helper
-# modules beside this file (browser_support) are found through the end of the path, after attnlab
-sys.path.append(str(Path(__file__).resolve().parent))
 
 _DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 

@@ -46,7 +46,7 @@ How to add a checker
    this package and lists its mistakes in :data:`attnlab.checks.catalogue.CATALOGUE`; nothing is
    retyped elsewhere. ``run.fail(message, mistake_name)`` ends a run with a diagnosis found by a
    property; every message is one string built in one place, ready for translation.
-2. Write ``tests/checks/test_<topic>.py``: the reference passes, a stub is "not attempted yet",
+2. Write ``tests/attnlab/checks/test_<topic>.py``: the reference passes, a stub is "not attempted yet",
    and each mistake name has a test calling ``assert_diagnosis(result, "<name>", ...)`` on a
    wrong function written independently (the registry test enforces this).
 3. Import the checker in the exercise page and call it in the solution page.

@@ -62,7 +62,7 @@ def qkv_pipeline(T=None, S=None, d_model=None, d_k=None, d_v=None, tokens=None, 
             for i, w in enumerate(words[:rows_t]):
                 c.text(X.x - 8, X.y + (i + 0.5) * cell, w, size=SMALL, anchor="end", color=MUTED)
         grids = {}
-        for key, role, w_name, cols, name in (("q", QUERY, "W_Q", d_k, "Q"), ("k", KEY, "W_K", d_k, "K"),
+        for key, role, _w_name, cols, name in (("q", QUERY, "W_Q", d_k, "Q"), ("k", KEY, "W_K", d_k, "K"),
                                               ("v", VALUE, "W_V", d_v, "V")):
             rows = rows_t if key == "q" else rows_s
             g = grids[key] = labelled_matrix(c, qkv_col, ys[key], rows, n(cols, 2), role, f"${name}$",

@@ -11,7 +11,7 @@ runs the notebook in a sandbox and calls its functions on the inputs the grader 
   :mod:`.references` the objects a checker hands over by name, :mod:`.scrub` what of the
   student's text may reach the feedback, :mod:`.recording` forbidden entry points;
 * :mod:`.sandbox` starts the student's process (bubblewrap, or a bare process);
-* :mod:`.notebook` reads a submission; :mod:`.gradebook` grades a folder (``make grade``);
+* :mod:`.notebook` reads a submission; :mod:`.gradebook` grades a folder (``make grade``, through ``bookbuild.grade``);
 * :mod:`.otter_plugin` and :mod:`.autograder` do the same for otter-grader and Gradescope;
 * :mod:`.student` is what the otter test cells call in a student's own notebook;
 * :mod:`.shortcuts` lists submitted functions that call attnlab or torch's attention, to read.

@@ -13,7 +13,7 @@ run code in otter's process. So this plugin
   overwrites each question's score and output. Nothing raised there reaches otter: a failure of
   the grading itself scores zero with a note.
 
-``make assignments`` writes its configuration into the autograder's ``otter_config.json``::
+``make assignments`` (``bookbuild.assignments``) writes its configuration into the autograder's ``otter_config.json``::
 
     {"questions": [{"name": "ex-qkv-scores", "points": 1, "checks": ["check_scores(scores)"]}],
      "written": [{"name": "ex-qkv-why", "points": 1}], "timeout": 120, "question_timeout": 30,

@@ -39,8 +39,9 @@ class Ended(Exception):
 class StudentProcess:
     """One sandboxed process serving one notebook."""
 
-    def __init__(self, kind: str, notebook: bytes, name: str, limits: Limits = Limits(), slot: int = 0):
-        self.launched = launch(kind, notebook, name, limits, slot)
+    def __init__(self, kind: str, notebook: bytes, name: str, limits: Limits | None = None,
+                 slot: int = 0):
+        self.launched = launch(kind, notebook, name, limits or Limits(), slot)
         self.reader = wire.Reader(self.launched.from_student)
         self.alive, self.next_id = True, 0
         self.deadline = float("inf")           # no request may wait past it (the notebook's time limit)

@@ -23,3 +23,13 @@ class Finding:
         except ValueError:
             where = self.path
         return f"{where}:{self.line}: {self.message}"
+
+
+def run_all() -> list[Finding]:
+    """Every lint on the whole book: visible cells, timings, attnlab's messages."""
+    from ..pages import ROOT, pages
+    from . import cells, messages, timing
+
+    found = [f for page in pages(ROOT, ("chapters", "exercises", "solutions")) for f in cells.lint(page)]
+    found += [f for page in pages(ROOT) for f in timing.lint(page)]
+    return sorted(found + messages.lint())

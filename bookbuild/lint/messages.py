@@ -92,52 +92,59 @@ UI_KEYWORDS = {"description", "title", "xlabel", "ylabel", "label"}
 SYMBOLS = {"", "d_k", "log₁₀ τ", "dtype", "q", "MQA (H_kv=1)", "[PAD]", "softmax", "soft→mask", "T"}
 
 
+def _unmarked_literals(node, found: list[str]) -> None:
+    """The string literals under ``node`` that are not inside _() or N_(), into ``found``."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("_", "N_"):
+        return
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        if node.value not in SYMBOLS and re.search("[A-Za-z]{2}", node.value):
+            found.append(f"line {node.lineno}: {node.value[:50]!r}")
+        return
+    if isinstance(node, ast.JoinedStr):
+        text = "".join(v.value for v in node.values if isinstance(v, ast.Constant))
+        if re.search("[A-Za-z]{3}", text):
+            found.append(f"line {node.lineno}: {ast.unparse(node)[:50]}")
+        return
+    for child in ast.iter_child_nodes(node):
+        _unmarked_literals(child, found)
+
+
+def _option_labels(node) -> list[ast.AST]:
+    """The labels of a control's ``options``: labels, or (label, value) pairs whose values stay."""
+    if isinstance(node, ast.Tuple) and len(node.elts) == 2:
+        return [node.elts[0]]
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [label for elt in node.elts for label in _option_labels(elt)]
+    if isinstance(node, ast.ListComp):
+        return _option_labels(node.elt)
+    return [node]
+
+
+# calls whose argument at this position is shown: svg.text(x, y, text), ax.set_title(text), note(text)
+_SHOWN_ARGUMENT = {"text": 2, "set_title": 0, "set_xlabel": 0, "set_ylabel": 0, "note": 0}
+
+
+def _shown_parts(call: ast.Call) -> list[ast.AST]:
+    """The parts of ``call`` a reader sees: UI keywords, option labels, a text argument."""
+    parts = [kw.value for kw in call.keywords if kw.arg in UI_KEYWORDS]
+    parts += [label for kw in call.keywords if kw.arg == "options" for label in _option_labels(kw.value)]
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+    index = _SHOWN_ARGUMENT.get(name)
+    method = isinstance(func, ast.Attribute)            # note(...) is a function, the others are methods
+    if index is not None and method == (name != "note") and len(call.args) > index:
+        parts.append(call.args[index])
+    return parts
+
+
 def unmarked_ui_texts(source: str) -> list[str]:
     """String literals shown as a label, title, control description, option, note or SVG text
     (``svg.text(x, y, "...")``) that are not inside _() or N_()."""
-    found = []
-
-    def literals(node):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("_", "N_"):
-            return
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            if node.value not in SYMBOLS and re.search("[A-Za-z]{2}", node.value):
-                found.append(f"line {node.lineno}: {node.value[:50]!r}")
-            return
-        if isinstance(node, ast.JoinedStr):
-            text = "".join(v.value for v in node.values if isinstance(v, ast.Constant))
-            if re.search("[A-Za-z]{3}", text):
-                found.append(f"line {node.lineno}: {ast.unparse(node)[:50]}")
-            return
-        for child in ast.iter_child_nodes(node):
-            literals(child)
-
-    def option_labels(node):               # options: labels, or (label, value) pairs whose values stay
-        if isinstance(node, ast.Tuple) and len(node.elts) == 2:
-            literals(node.elts[0])
-        elif isinstance(node, (ast.List, ast.Tuple)):
-            for elt in node.elts:
-                option_labels(elt)
-        elif isinstance(node, ast.ListComp):
-            option_labels(node.elt)
-        else:
-            literals(node)
-
+    found: list[str] = []
     for node in ast.walk(ast.parse(source)):
-        if not isinstance(node, ast.Call):
-            continue
-        for kw in node.keywords:
-            if kw.arg in UI_KEYWORDS:
-                literals(kw.value)
-            elif kw.arg == "options":
-                option_labels(kw.value)
-        func = node.func
-        if isinstance(func, ast.Attribute) and func.attr == "text" and len(node.args) >= 3:
-            literals(node.args[2])
-        if isinstance(func, ast.Attribute) and func.attr in ("set_title", "set_xlabel", "set_ylabel") and node.args:
-            literals(node.args[0])
-        if isinstance(func, ast.Name) and func.id == "note" and node.args:
-            literals(node.args[0])
+        if isinstance(node, ast.Call):
+            for part in _shown_parts(node):
+                _unmarked_literals(part, found)
     return found
 
 

@@ -45,7 +45,8 @@ def test_backward_traffic_of_both_orders_equals_the_formula(T, S, causal, offset
     slow = N * T * 8
     assert N * max(block_q, D) * max(block_k, D) * 8 < slow
     for order, backward in chunked.BACKWARD_ORDERS.items():
-        measured = counted(lambda: backward(q, k, v, out, lse, d_out, 0.5, causal, off, block_q, block_k), slow)
+        measured = counted(lambda backward=backward: backward(q, k, v, out, lse, d_out, 0.5, causal, off, block_q,
+                                                              block_k), slow)
         assert measured == traffic.tiled_backward_bytes(1, N, T, S, D, block_q=block_q, block_k=block_k,
                                                         causal=causal, offset=offset, order=order, itemsize=8)
 

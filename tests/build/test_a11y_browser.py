@@ -1,7 +1,7 @@
 """Accessibility of the built book (both editions) in headless Chromium: an audit of every page in
 light and dark mode, and a keyboard-only walk through every explorer.
 
-The audit is axe-core (npm, vendored into _build/test-vendor by tools/vendor_assets.py the first
+The audit is axe-core (npm, vendored into _build/test-vendor by bookbuild/vendor.py the first
 time, injected into the page: nothing is fetched while the page runs) with the WCAG 2.0/2.1 A and
 AA rules; a serious or critical violation fails. One load per page: the audit runs, the page is
 switched to dark mode (as the theme's switch does), and the rules that depend on colours run
@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 
 import pytest
-from browser_support import ROOT, require_book
-from test_browser import BOTH_EDITIONS, BUILD, PAGES, ZH, ZH_PAGES, open_page, site  # noqa: F401
+
+from tests.build.browser_support import require_book
+from tests.build.test_browser import BOTH_EDITIONS, BUILD, PAGES, ZH, ZH_PAGES, open_page, site  # noqa: F401
 
 pytestmark = pytest.mark.browser
 AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
@@ -36,8 +36,7 @@ EXPLORER_PAGES = {"chapters/02_scaling_softmax.html": 2, "chapters/03_masks.html
 
 @pytest.fixture(scope="module")
 def axe_js():
-    sys.path.insert(0, str(ROOT / "tools"))
-    from vendor_assets import vendor_axe
+    from bookbuild.vendor import vendor_axe
     try:
         return vendor_axe().read_text(encoding="utf-8")
     except (OSError, SystemExit) as exc:                   # npm missing or the registry out of reach

@@ -12,16 +12,13 @@ from __future__ import annotations
 import ast
 import base64
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "_ext"))
-sys.path.insert(0, str(ROOT / "tools"))
+from bookbuild.pages import code_cells, pages
 
-from compile_messages import code_cells, pages  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 FIGURE_CALLS = {"subplots", "figure", "subplot_mosaic"}          # plt.<call>(...) makes a figure
 NOT_WORDS = re.compile(r"[/\\]\S*\.(png|svg|jpe?g)|\.(png|svg|jpe?g)\b|\b[0-9a-f]{16,}\b|\$|\\[a-z]+", re.I)
@@ -37,7 +34,7 @@ def figure_cells():
     """(page, line, number of figures made, descriptions, caption) of every cell that draws."""
     for page in pages(ROOT):
         text = page.read_text(encoding="utf-8")
-        for line, source in code_cells(page):
+        for line, source in ((cell.line, cell.source) for cell in code_cells(page)):
             tree = ast.parse(source)
             made = sum(len([c for c in _calls(tree, name) if isinstance(c.func, ast.Attribute)
                             and getattr(c.func.value, "id", "") == "plt"]) for name in FIGURE_CALLS)

@@ -1,12 +1,7 @@
 """_ext/core_path.py: the reading time of a page's core path, and which sections are optional depth."""
-import sys
-
-from browser_support import ROOT
+import core_path  # the Sphinx extensions are on pytest's pythonpath
 from docutils import nodes
 from docutils.core import publish_doctree
-
-sys.path.insert(0, str(ROOT / "_ext"))
-import core_path  # noqa: E402
 
 PAGE = """---
 jupytext:

@@ -1,15 +1,12 @@
 """_ext/legible_figures.py reads the diagrams' SVG stamp as it reads the figures' PNG stamp."""
-import importlib.util
 from pathlib import Path
 
+import legible_figures  # the Sphinx extensions are on pytest's pythonpath
 import pytest
 
 from attnlab import diagrams, plots
 
 ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("legible_figures", ROOT / "_ext" / "legible_figures.py")
-legible_figures = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(legible_figures)
 
 
 @pytest.mark.parametrize("lang", ["en", "zh_CN"])

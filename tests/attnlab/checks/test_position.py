@@ -8,7 +8,7 @@ import attnlab as al
 import attnlab.checks as C
 from attnlab.torch_ops import RotaryKVCache
 
-from ...checks.support import assert_diagnosis, assert_not_attempted, stub
+from .support import assert_diagnosis, assert_not_attempted, stub
 
 
 def student_rope(pairing="half", sign=1, factor=2, base=None, shift=0, by_index=False):

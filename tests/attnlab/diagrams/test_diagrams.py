@@ -10,7 +10,7 @@ import pytest
 import attnlab as al
 from attnlab import diagrams as D
 from attnlab import example as ex
-from tests.checks.test_result import _contrast  # WCAG 2 contrast ratio, as the checkers' notes are tested
+from tests.attnlab.checks.test_result import _contrast  # WCAG 2 contrast ratio, as the checkers' notes are tested
 
 NS = "{http://www.w3.org/2000/svg}"
 LANGS = ("en", "zh_CN")

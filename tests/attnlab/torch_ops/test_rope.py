@@ -47,7 +47,8 @@ def test_matches_numpy_reference_in_float64_and_float32(pairing, device):
 def test_gradcheck():
     x = torch.randn(3, 6, dtype=f64, requires_grad=True)
     for pairing in ("half", "interleaved"):
-        assert torch.autograd.gradcheck(lambda t: rope(t, [2, 5, 11], base=50.0, pairing=pairing), (x,))
+        assert torch.autograd.gradcheck(lambda t, pairing=pairing: rope(t, [2, 5, 11], base=50.0, pairing=pairing),
+                                        (x,))
 
 
 def test_bad_input():

@@ -1,0 +1,286 @@
+"""Write .ipynb copies of the chapters and exercises into notebooks/ (``make notebooks``).
+
+The book's pages are MyST Markdown notebooks; jupytext reads them. Plain Jupyter does not render
+MyST directives and roles, so each markdown cell is turned into what the book shows: a reference
+becomes the title of what it names (as the book's link text is), a glued value the number or text
+the edition computed (read from the edition's execution cache, which ``make notebooks`` fills
+first), labels are dropped, exercise boxes become headings, dropdowns become <details> and
+numbered equations become $$ blocks. Code cells are unchanged. Solutions are not written unless
+``--solutions`` is given (for instructors). ``bookbuild.lint.notebooks`` checks the result.
+
+``--lang zh_CN`` writes the Chinese notebooks into notebooks/zh_CN/: each markdown cell is first
+translated through the page's catalog in locale/zh_CN (bookbuild.i18n.markdown, as the Chinese
+edition is), then converted the same way, with Chinese words for what the conversion writes itself
+(第 1 章, 练习, 证明 ...). A first code cell sets attnlab's messages to Chinese; the other code cells
+are those of the English notebook.
+
+    python -m bookbuild notebooks [--solutions] [--lang zh_CN] [--out notebooks]
+"""
+from __future__ import annotations
+
+import argparse
+import functools
+import pathlib
+import re
+
+import jupytext
+import nbformat
+
+from .editions import Edition
+from .execute import read_notebook
+from .i18n.markdown import (
+    LANGUAGES,
+    catalog_path,
+    page_catalog,
+    translate_figure_caption,
+    translate_markdown,
+)
+from .pages import ROOT
+
+CHAPTER_NAMES = {
+    "ch-qkv": "chapter 1", "ch-scaling": "chapter 2", "ch-masks": "chapter 3", "ch-worked": "chapter 4",
+    "ch-backprop": "chapter 5", "ch-multihead": "chapter 6", "ch-cost": "chapter 8",
+    "ch-structure": "chapter 10", "ch-pretrained": "chapter 11", "ch-kvcache": "chapter 12",
+    "notation": "the notation page", "glossary": "the glossary",
+}
+_TITLES = {"prf:lemma": "Lemma", "prf:proposition": "Proposition", "prf:theorem": "Theorem",
+           "prf:definition": "Definition", "prf:corollary": "Corollary", "prf:example": "Example",
+           "prf:algorithm": "Algorithm", "note": "Note", "tip": "Tip", "warning": "Warning",
+           "important": "Important", "admonition": "", "hint": "Hint", "caution": "Caution"}
+# What the conversion writes itself, per language (the page's own text comes from its catalog).
+WORDS = {
+    "en": {"chapters": CHAPTER_NAMES, "titles": _TITLES, "exercises of": "the exercises of {}",
+           "equation": "(the equation above)", "figure": "the figure", "exercise": "Exercise",
+           "solution": "Solution", "heading": "### {kind}: {title}", "proof": "*Proof.*",
+           "box": "**{title} ({arg}).**", "stop": ".", "worked solutions": r"Worked solutions:\s*\{ref\}`[^`]+`\.?"},
+    "zh_CN": {"chapters": {**{f"ch-{k}": f"第 {i} 章" for i, k in enumerate(
+                  ["qkv", "scaling", "masks", "worked", "backprop", "multihead", "cost", "structure",
+                   "pretrained", "kvcache"], start=1)}, "notation": "记号与约定", "glossary": "术语表"},
+              "titles": {"prf:lemma": "引理", "prf:proposition": "命题", "prf:theorem": "定理",
+                         "prf:definition": "定义", "prf:corollary": "推论", "prf:example": "例",
+                         "prf:algorithm": "算法", "note": "注", "tip": "提示", "warning": "警告",
+                         "important": "重要", "admonition": "", "hint": "提示", "caution": "注意"},
+              "exercises of": "{}的练习", "equation": "（上面的公式）", "figure": "该图", "exercise": "练习",
+              "solution": "解答", "heading": "### {kind}：{title}", "proof": "*证明：*",
+              "box": "**{title}（{arg}）**", "stop": "",
+              "worked solutions": r"(?:详细解答|完整解答|解答详见)[：:]?\s*\{ref\}`[^`]+`。?"},
+}
+# attnlab.i18n.set_language (the package does not export it at the top level)
+SET_LANGUAGE = 'from attnlab.i18n import set_language\n\nset_language("{lang}")   # attnlab\'s messages'
+
+
+def words(lang: str) -> dict:
+    if lang not in WORDS:
+        raise ValueError(f"no notebooks in language {lang!r}; choose one of {', '.join(WORDS)}")
+    return WORDS[lang]
+
+
+def _role(match: re.Match, w: dict, titles: dict | None = None, glued: dict | None = None) -> str:
+    role, body = match.group(1), match.group(2)
+    titled = re.fullmatch(r"(.*?)\s*<([^>]+)>", body, flags=re.S)
+    if titled:
+        return titled.group(1)
+    names = w["chapters"]
+    if role in ("ref", "doc"):
+        label = body.strip("/").split("/")[-1]
+        if titles and label in titles:
+            return titles[label]
+        if label in names:
+            return names[label]
+        if label.startswith("ex-") and "ch-" + label[3:] in names:
+            return w["exercises of"].format(names["ch-" + label[3:]])
+        return label
+    if role == "eq":
+        return w["equation"]
+    if role == "numref":
+        return w["figure"]
+    if role.startswith("glue"):      # without the values (a caller that gives none): the key, as code
+        return _glued(role, body, glued) if glued is not None else f"`{body.split(':')[0]}`"
+    return body
+
+
+def _glued(role: str, body: str, glued: dict) -> str:
+    """What the book shows for a glue role: the value the page glued, formatted as the role asks."""
+    from myst_nb.core.variables import format_plain_text
+
+    key, _, spec = body.partition(":") if role == "glue:text" else (body, "", "")
+    data = glued.get(key.strip())
+    if data is None:
+        raise SystemExit(f"no glued value {key!r} in the execution cache: execute the page first (make notebooks does)")
+    if role == "glue:md" and "text/markdown" in data:
+        return data["text/markdown"]
+    if role == "glue:math" and "text/latex" in data:
+        return data["text/latex"]
+    return format_plain_text(data.get("text/plain", ""), spec)
+
+
+_DIRECTIVE = re.compile(
+    r"^(?P<indent>[ \t]*)(?P<fence>:{3,}|`{3,})\{(?P<name>[\w:-]+)\}[ \t]*(?P<arg>.*)\n"
+    r"(?P<opts>(?:[ \t]*:[\w-]+:.*\n)*)(?P<body>(?:.|\n)*?)^(?P=indent)(?P=fence)[ \t]*$", re.M)
+
+
+def _source_of(path: pathlib.Path, pyobject: str | None) -> str:
+    text = path.read_text()
+    if not pyobject:
+        return text
+    import ast
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name == pyobject.split(".")[-1]:
+            return ast.get_source_segment(text, node)
+    return text
+
+
+def _directive(match: re.Match, base: pathlib.Path | None, w: dict) -> str:
+    indent, name, arg = match.group("indent"), match.group("name"), match.group("arg").strip()
+    opts = dict(re.findall(r":([\w-]+):[ \t]*(.*)", match.group("opts")))
+    body = match.group("body").rstrip()
+    if name in ("exercise", "solution"):
+        return f"{indent}{w['heading'].format(kind=w[name], title=arg)}\n\n{body}\n"
+    if name == "dropdown":
+        return f"{indent}<details><summary>{arg}</summary>\n\n{body}\n\n{indent}</details>"
+    if name == "math":
+        return f"{indent}$$\n{body.strip()}\n{indent}$$"
+    if name == "prf:proof":
+        return f"{indent}{w['proof']} {body.strip()} $\\square$"
+    if name == "literalinclude":
+        path = (base / arg) if base is not None else None
+        code = _source_of(path, opts.get("pyobject")) if path is not None and path.exists() else f"# {arg}"
+        return f"{indent}```python\n{code}\n{indent}```"
+    if name in ("code-block", "code"):
+        return f"{indent}```{arg}\n{body}\n{indent}```"
+    title = w["titles"].get(name, name.split(":")[-1].capitalize())
+    head = w["box"].format(title=title, arg=arg) if arg and title else f"**{title or arg}{w['stop']}**"
+    return f"{indent}{head} {body.strip()}"
+
+
+def jupyter_markdown(text: str, keep_solution_links: bool = False, base: pathlib.Path | None = None,
+                     lang: str = "en", glued: dict | None = None) -> str:
+    """Translate the MyST of one markdown cell into what plain Jupyter renders.
+
+    ``base`` is the page's folder, used to resolve ``literalinclude`` paths; ``lang`` the
+    language of the words the conversion writes itself and of the titles references show (the text
+    is translated before, if at all); ``glued`` the values the page glued ({key: mime bundle}).
+    """
+    w = words(lang)
+    if not keep_solution_links:
+        text = re.sub(r"^\{ref\}`[^`]*<sol-[^>]+>`\s*$\n?", "", text, flags=re.M)
+        text = re.sub(w["worked solutions"], "", text)
+    text = re.sub(r"^\(([\w-]+)\)=\s*$\n?", "", text, flags=re.M)                       # targets
+    text = re.sub(r":::\{(exercise|solution)-start\}\s*(.*)\n(?::[\w-]+:.*\n)*:::\s*",
+                  lambda m: w["heading"].format(kind=w[m.group(1)], title=m.group(2)) + "\n\n" if m.group(2) else "",
+                  text)
+    text = re.sub(r":::\{(exercise|solution)-end\}\s*\n:::\s*\n?", "", text)
+    for _ in range(5):                                       # nested directives, outermost first
+        text, n = _DIRECTIVE.subn(lambda m: _directive(m, base, w), text)
+        if not n:
+            break
+    text = re.sub(r"\{([\w:-]+)\}`([^`]+)`",
+                  functools.partial(_role, w=w, titles=reference_titles(lang), glued=glued), text)
+    return text.strip() + "\n"
+
+
+_TARGET_TITLE = re.compile(r"^\(([\w-]+)\)=\s*\n+#+\s+(.+?)\s*$", re.M)
+_DIRECTIVE_TITLE = re.compile(r"^[:`]{3,}\{[\w:-]+\}[ \t]*(.*)\n(?:[ \t]*:[\w-]+:.*\n)*?[ \t]*:label:[ \t]*([\w-]+)",
+                              re.M)
+
+
+@functools.lru_cache(maxsize=None)
+def reference_titles(lang: str = "en") -> dict[str, str]:
+    """{label: the title the book shows for a reference to it}: a section's heading, an exercise's or
+    a proof's title; in ``lang`` from the pages' catalogs."""
+    titles = {}
+    for folder in (".", "chapters", "exercises", "solutions"):
+        for page in sorted((ROOT / folder).glob("*.md")):
+            if not catalog_path(page, "zh_CN").exists():        # not a page of the book (README.md)
+                continue
+            text = page.read_text(encoding="utf-8")
+            catalog = page_catalog(page, lang) if lang != "en" else {}
+            found = [*_TARGET_TITLE.findall(text), *((label, title) for title, label in _DIRECTIVE_TITLE.findall(text))]
+            for label, title in found:
+                if title.strip():
+                    titles[label] = catalog.get(title.strip(), title.strip())
+    return titles
+
+
+def execution_cache(lang: str) -> pathlib.Path:
+    """The execution cache of the edition in ``lang``."""
+    return Edition(lang).cache
+
+
+def glued_values(page: pathlib.Path, lang: str) -> dict:
+    """{key: mime bundle} of what ``page`` glues, from its execution in the edition's cache (empty
+    for a page that glues nothing)."""
+    if "glue" not in page.read_text(encoding="utf-8"):
+        return {}
+    from jupyter_cache import get_cache
+    from myst_nb.ext.glue import GLUE_PREFIX
+
+    cache = get_cache(str(execution_cache(lang)))
+    try:
+        record = cache.match_cache_notebook(read_notebook(page))
+    except KeyError:
+        raise SystemExit(f"{page.relative_to(ROOT)} is not executed in {execution_cache(lang)}: "
+                         "run python -m bookbuild execute (make notebooks does)") from None
+    glued = {}
+    for cell in cache.get_cache_bundle(record.pk).nb.cells:
+        for output in cell.get("outputs", []):
+            name = output.get("metadata", {}).get("scrapbook", {}).get("name")
+            if name:
+                glued[name] = {mime.removeprefix(GLUE_PREFIX): value for mime, value in output.get("data", {}).items()}
+    return glued
+
+
+
+def to_notebook(path: pathlib.Path, keep_solution_links: bool = False, lang: str = "en",
+                glued: dict | None = None) -> nbformat.NotebookNode:
+    """The page as a plain Jupyter notebook; for ``lang`` "zh_CN" its prose from the page's catalog;
+    its glued values from ``glued``, by default from the edition's execution cache."""
+    words(lang)
+    catalog = page_catalog(path, lang) if lang != "en" else {}
+    glued = glued_values(path, lang) if glued is None else glued
+    nb = jupytext.read(path, fmt="md:myst")
+    cells = []
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            source = translate_markdown(cell.source, catalog)
+            cell.source = jupyter_markdown(source, keep_solution_links, path.parent, lang, glued).rstrip("\n")
+            if not cell.source.strip():
+                continue
+        else:
+            translate_figure_caption(cell.metadata, catalog)
+        cells.append(cell)
+    if lang != "en":
+        cells.insert(0, language_cell(lang))
+    nb.cells = cells
+    nb.metadata.pop("jupytext", None)
+    nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
+    return nb
+
+
+def language_cell(lang: str) -> nbformat.NotebookNode:
+    """The first cell of a translated notebook: attnlab's messages in the notebook's language."""
+    return nbformat.v4.new_code_cell(SET_LANGUAGE.format(lang=lang))
+
+
+def main(argv=None) -> list[pathlib.Path]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", help="output folder (default: notebooks/, notebooks/zh_CN/ for --lang zh_CN)")
+    parser.add_argument("--solutions", action="store_true", help="also write the solution pages (instructors)")
+    parser.add_argument("--lang", default="en", choices=["en", *LANGUAGES],
+                        help="language of the markdown cells (default: en; zh_CN from locale/zh_CN)")
+    args = parser.parse_args(argv)
+    out = pathlib.Path(args.out or ROOT / "notebooks" / ("" if args.lang == "en" else args.lang))
+    folders = ["chapters", "exercises"] + (["solutions"] if args.solutions else [])
+    written = []
+    for folder in folders:
+        for page in sorted((ROOT / folder).glob("*.md")):
+            target = out / folder / (page.stem + ".ipynb")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            nbformat.write(to_notebook(page, keep_solution_links=False, lang=args.lang), target)
+            written.append(target)
+    print(f"wrote {len(written)} notebooks under {out}")
+    return written
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,160 @@
+"""Numeric answers: every answer recomputed independently is accepted; hints, shapes, types.
+
+Every "student" function is written independently, the way a student would write the mistake,
+not taken from the package's mistake models; each test asserts the diagnosis it gets.
+"""
+import math
+
+import numpy as np
+import pytest
+import sympy
+import torch
+
+from attnlab import checks as C
+
+from .support import assert_diagnosis
+
+# ------------------------------------------------------------------------------------ numeric answers
+
+E = math.e
+C2 = 1 / math.sqrt(2)
+ALPHA = 1 / (1 + math.exp(C2))
+
+
+def exact_softmax(row):
+    e = [math.exp(x) for x in row]
+    return [x / sum(e) for x in e]
+
+
+# Every answer recomputed here by hand, independently of the package's fingerprints.
+R53 = math.exp(C2) / (2 * math.exp(C2) + 1)
+S53 = 1 / (2 * math.exp(C2) + 1)
+W4 = exact_softmax([2 * C2, C2, C2, C2])
+ANSWERS = {
+    "qkv.shapes": [[5, 7], [5, 7], [5, 3]],
+    "qkv.transpose_trap": [[1 * 1 + 2 * 0, 1 * 2 + 2 * 1], [0, 1]],
+    "scaling.var_unscaled": 64 * 4 * 4,
+    "scaling.var_scaled": 4 * 4,
+    "scaling.std_unscaled_64": math.sqrt(64),
+    "scaling.dropout_rowsum_var": (1 - 0.9) / 0.9 * (0.25 + 0.09 + 0.04),
+    "masks.keys_visible_5_6": len(range(0, 9)),
+    "masks.keys_lost_top_left": 8,
+    "worked.padding_example": [math.exp(3) / (math.exp(3) + math.exp(0.5)),
+                              math.exp(0.5) / (math.exp(3) + math.exp(0.5)), 0, 0],
+    "worked.weights_5_3": [R53, S53, R53],
+    "worked.output_5_3": [2 * R53, 2 * S53 + 2 * R53],
+    "worked.output_5_3_v3_zero": [R53, 2 * S53],
+    "worked.four_token_output0": [W4[0] + W4[2] + 0.5 * W4[3], W4[1] + W4[2] + 0.5 * W4[3]],
+    "worked.cross_attention": [[1, 2], [1.5, 1], [0.5, 3]],
+    "backprop.dk1_5_5": [0, ALPHA * (1 - ALPHA) / math.sqrt(2)],
+    "backprop.probe_J": 15 / 2,
+    "backprop.dS": [[3 / 8, -3 / 8], [-3 / 2, 3 / 2]],
+    "multihead.params_h8": 4 * 512 ** 2,
+    "multihead.params_h64": 4 * 512 ** 2,
+    "multihead.kv_ratio_5_11": 8 / 32,
+    "multihead.scores_ratio_5_11": 1,
+    "multihead.gpt2_head_dim": 768 // 12,
+    "cost.kv_bytes_5_7": 3 * 1024 * 1024,
+    "cost.kv_ratio_5_7": 6 / 24,
+    "cost.attn_bytes_2k": 8 * 1024 ** 2,
+    "cost.attn_bytes_8k": 128 * 1024 ** 2,
+    "cost.weights_bytes_5_35": 1024 ** 3,
+    "cost.flops_interaction": 2 * (2 * 12 * 1024 * 1024 * 64),
+    "structure.outputs_5_8": [0.5, E / (1 + E)],
+}
+
+
+def test_every_registered_answer_is_recomputed_here():
+    from attnlab.checks.answer_table import ANSWERS as REGISTRY
+    from_the_model = {"pretrained.max_special_share"}     # recomputed in tests/attnlab/checks/test_pretrained.py
+    assert set(REGISTRY) == set(ANSWERS) | from_the_model
+
+
+@pytest.mark.parametrize("name", sorted(ANSWERS))
+def test_answer_accepts_the_independently_computed_value(name):
+    result = C.check_answer(name, ANSWERS[name])
+    assert result.passed, result
+
+
+@pytest.mark.parametrize("name", sorted(ANSWERS))
+def test_answer_rejects_a_wrong_value(name):
+    wrong = np.asarray(ANSWERS[name], dtype=float) * 1.01 + 0.5
+    result = C.check_answer(name, wrong)
+    assert not result.passed and result.status == "failed", result
+
+
+def test_answer_placeholder_is_not_attempted():
+    result = C.check_answer("cost.kv_bytes_5_7", ...)
+    assert result.status == "not attempted yet" and "Replace `...`" in result.message
+
+
+def test_answer_known_wrong_value_gets_its_hint():
+    result = C.check_answer("cost.kv_bytes_5_7", 2 * 2048 * 24 * 64 * 2)
+    assert result.mistake == "known_wrong_answer" and "MHA" in result.message
+    result = C.check_answer("qkv.transpose_trap", [[5, 2], [2, 1]])
+    assert "transpose trap" in result.message
+
+
+def test_answer_tolerates_rounding_to_four_digits_only():
+    assert C.check_answer("backprop.dk1_5_5", [0, 0.1564]).passed
+    assert not C.check_answer("backprop.dk1_5_5", [0, 0.156]).passed
+
+
+def test_answer_accepts_fractions_and_sympy_numbers():
+    import fractions
+
+    import sympy
+    assert C.check_answer("backprop.probe_J", fractions.Fraction(15, 2)).passed
+    assert C.check_answer("backprop.probe_J", sympy.Rational(15, 2)).passed
+    assert C.check_answer("structure.outputs_5_8", [sympy.Rational(1, 2), sympy.E / (1 + sympy.E)]).passed
+
+
+def test_answer_wrong_shape_and_unknown_name_are_messages():
+    assert "shape" in C.check_answer("backprop.dk1_5_5", 0.15).message
+    result = C.check_answer("backprop.nonexistent", 1)
+    assert not result.passed and "backprop.dk1_5_5" in result.message
+
+
+def test_answer_integers_must_be_exact():
+    assert not C.check_answer("cost.kv_bytes_5_7", 3 * 1024 * 1024 + 0.5).passed
+
+
+def test_answers_are_not_stored_in_plain_text():
+    import inspect
+
+    from attnlab.checks import answer_table, answers
+    source = inspect.getsource(answers) + inspect.getsource(answer_table)
+    for value in ("3145728", "1048576", "0.1563", "0.4011", "134217728"):
+        assert value not in source
+
+
+def test_check_answer_accepts_tensors_that_require_grad_and_sympy_values():
+    assert C.check_answer("scaling.std_unscaled_64", torch.tensor(8.0, requires_grad=True)).passed
+    assert C.check_answer("scaling.std_unscaled_64", sympy.sqrt(64)).passed
+    assert C.check_answer("qkv.transpose_trap", sympy.Matrix([[1, 4], [0, 1]])).passed
+    assert C.check_answer("qkv.transpose_trap", torch.tensor([[1.0, 4.0], [0.0, 1.0]], requires_grad=True)).passed
+    assert_diagnosis(C.check_answer("scaling.std_unscaled_64", "8"), "unreadable", "without quotes")
+    assert_diagnosis(C.check_answer("scaling.nope", 8), "unknown_question", "no question called")
+    assert C.check_answer(42, 8).mistake == "unknown_question"
+
+
+def test_answer_table_is_generated_without_duplicate_hints():
+    """Two hints of one question never share a value (one number, one explanation)."""
+    from attnlab.checks.answer_table import ANSWERS as TABLE
+    for name, answer in TABLE.items():
+        values = [answer.digests] + [w for w, _ in answer.hints]
+        assert len(values) == len(set(values)), name
+    assert C.check_answer("cost.flops_interaction", 2 * 12 * 1024 * 1024 * 64).message.count(
+        "two different slips") == 1
+
+
+@pytest.mark.slow
+def test_answer_table_matches_what_the_solutions_compute():
+    """Regenerates the table by executing every solution page (python -m bookbuild answers --check)."""
+    import pathlib
+    import subprocess
+    import sys
+    root = pathlib.Path(__file__).resolve().parents[3]
+    done = subprocess.run([sys.executable, "-m", "bookbuild", "answers", "--check"], cwd=root,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
