@@ -84,9 +84,17 @@ def is_tr_call(node: ast.AST) -> bool:
 
 
 def is_describe_call(node: ast.AST) -> bool:
-    """``al.plots.describe(fig, "...")``: a figure's alt text, its second argument (pandas'
-    ``describe()`` without arguments is not one)."""
-    return isinstance(node, ast.Call) and _call_name(node) == "describe" and bool(node.args or node.keywords)
+    """``al.plots.describe(fig, "...")`` (or ``plots.describe``, a bare ``describe``): a figure's alt
+    text, its second argument; a DataFrame's ``df.describe(...)`` is not one."""
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    if isinstance(func, ast.Name):
+        return func.id == "describe"
+    if not (isinstance(func, ast.Attribute) and func.attr == "describe"):
+        return False
+    owner = func.value
+    return (owner.attr if isinstance(owner, ast.Attribute) else getattr(owner, "id", None)) == "plots"
 
 
 _TABLE_NAMES = {"tr_table", "page_table"}
