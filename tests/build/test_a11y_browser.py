@@ -76,7 +76,8 @@ STRUCTURE_JS = """() => {
   const bad = a => !a || !a.trim() || /^\\S*[\\/\\\\]\\S*$|\\.(png|svg|jpe?g|gif)$|^[0-9a-f]{16,}$/i.test(a.trim());
   const images = [...document.querySelectorAll('main img')].filter(i => bad(i.getAttribute('alt')))
                  .map(i => ({src: i.getAttribute('src').split('/').pop(), alt: i.getAttribute('alt')}));
-  const pictures = [...document.querySelectorAll('main .cell_output .widget-html-content svg[viewBox]')]
+  // pictures drawn inline (explorers, diagrams shown as SVG), not the icons of buttons
+  const pictures = [...document.querySelectorAll('main .cell_output svg[viewBox]')].filter(s => !s.closest('button'))
                  .filter(s => s.getAttribute('role') !== 'img' || bad(s.getAttribute('aria-label')))
                  .map(s => (s.textContent || '').slice(0, 40));
   const formulas = [...document.querySelectorAll('main mjx-container')];

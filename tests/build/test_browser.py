@@ -42,10 +42,8 @@ def url_path(rel: str) -> str:
     return f"zh/html/{rel.removeprefix(ZH)}" if rel.startswith(ZH) else f"html/{rel}"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def site():
-    """The server and one Chromium for every browser test of the session (this module's, the
-    Chinese edition's and the accessibility audit's)."""
     if not PAGES:
         message = "no built book in _build/html: run `make book` first"
         if require_book():
