@@ -1,6 +1,14 @@
 """Shared pytest fixtures."""
+import pathlib
+import sys
+
 import pytest
 import torch
+
+# tests/attnlab/ mirrors the package; with tests/ on sys.path (pytest's rootdir-based imports) it would be
+# imported as a namespace package named attnlab in place of the real one, so the checkout comes first.
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+import attnlab  # noqa: E402, F401
 
 _DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 

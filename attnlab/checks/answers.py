@@ -68,11 +68,21 @@ def _as_entries(value, answer: Answer):
             value = tensor_to_numpy(value)
         except Exception:   # e.g. the "meta" device holds no values
             return None, _("could not read the values of a tensor on the device {device}").format(device=value.device)
+    text = _text_inside(value)
+    if text is not None:
+        return None, _("your answer holds the text {text!r}; give numbers (without quotes), computed in "
+                       "Python").format(text=text[:40])
     try:
         arr = np.asarray(value, dtype=float)
+    except OverflowError:
+        return None, _("the number is too large for a floating-point number (beyond about 1.8e308); check its "
+                       "exponent or units")
     except (TypeError, ValueError):
         try:      # SymPy matrices and nested lists of SymPy numbers
             arr = np.array(np.asarray(value, dtype=object).tolist(), dtype=float)
+        except OverflowError:
+            return None, _("the number is too large for a floating-point number (beyond about 1.8e308); check "
+                           "its exponent or units")
         except Exception:
             return None, _("could not read {kind} as a number or an array of numbers").format(kind=kind_of(value))
     if arr.shape != tuple(answer.shape):
@@ -82,6 +92,20 @@ def _as_entries(value, answer: Answer):
     if not np.all(np.isfinite(arr)):
         return None, _("the answer contains nan or inf")
     return arr.reshape(-1), None
+
+
+def _text_inside(value, depth: int = 0):
+    """The first string (or bytes) inside nested lists or tuples, else None: NumPy would quietly read "4" as 4."""
+    if isinstance(value, (str, bytes)):
+        return value if isinstance(value, str) else value.decode(errors="replace")
+    if isinstance(value, (list, tuple)) and depth < 8:
+        for item in value:
+            found = _text_inside(item, depth + 1)
+            if found is not None:
+                return found
+    if isinstance(value, np.ndarray) and value.dtype.kind in "USO" and depth < 8:
+        return _text_inside(value.tolist(), depth + 1)
+    return None
 
 
 UNKNOWN_QUESTION = Mistake("unknown_question", N_("there is no question of that name."))
