@@ -265,6 +265,9 @@ def _attention_cases(with_masks: bool):
     q_big = np.full((3, 4), 400.0) * np.array([[1.0], [1.5], [-1.0]])
     cases.append((N_("large scores (about +-1000; `np.exp` overflows without max subtraction)"),
                   q_big, k_big, rng.normal(size=(4, 2)), None))
+    cases.append((N_("large scores in a batch of 2 whose sequences are 1500 apart"),
+                  np.stack([q_big[:2], -q_big[1:]]) * 1.25, np.stack([k_big, k_big * 2]),
+                  rng.normal(size=(2, 4, 3)), None))
     if with_masks:
         allowed = np.array([[1, 0, 1, 1, 0], [0, 1, 1, 0, 1], [1, 1, 0, 0, 0], [0, 0, 0, 1, 1]], dtype=bool)
         q_far, k_far = _scores_case([[800.0, 795.0, 1000.0, -5.0], [2.0, 0.0, 1.0, 900.0], [-1.0, 3.0, 0.0, 2.0]])

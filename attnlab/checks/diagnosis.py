@@ -5,9 +5,11 @@ Two jobs, both used by :meth:`.engine.Check.compare`:
 - **Confirmation.** A mistake model that reproduces the student's output on one case is only a
   candidate: on a small integer case several mistakes coincide (2 bytes per element is also "the
   factor 2 of keys and values"). :func:`confirm` replays every candidate on the checker's other
-  cases (:class:`Trial`: the student's output there, the reference, the inputs) and keeps the ones
-  that reproduce the student everywhere they can run; a candidate is *confirmed* once it also
-  matched on a case where it differs from the reference.
+  cases (:class:`Trial`: the student's output there, the reference, the inputs). A case on which the
+  candidate gives another output than the student refutes it (also where the student is right: a
+  mistake that only shows in some situations, an offset ignored only when T == S, is a model of its
+  own); a candidate is *confirmed* once it also reproduced a wrong output on another case. A checker
+  confirms within a family of cases (the unmasked ones, the masked ones), not across families.
 - **Patterns.** When no mistake survives, :func:`describe_pattern` says what kind of difference it
   is: a constant factor, an offset, the opposite sign, a transpose, one factor per row, only some
   rows, the right values in other places, non-finite entries.
@@ -30,6 +32,7 @@ class Trial:
     reference: Any
     args: tuple = ()
     kwargs: dict = field(default_factory=dict)
+    pick: Callable | None = None     # selects the compared part of a model's output on this case (else the default)
 
 
 @dataclass
@@ -41,7 +44,7 @@ class Verdict:
 
 def confirm(candidates: list, others: Iterable[Trial], same: Callable, run_model: Callable, pick=None) -> Verdict:
     """Replay each candidate mistake on the ``others`` (a lazy iterable: a case runs the student's function
-    only when it is reached) and keep the candidates that reproduce the student wherever they can run."""
+    only when it is reached) and keep the candidates that reproduce every wrong output they can run on."""
     alive = list(candidates)
     confirmed, refuted = {}, {}
     for trial in others:
@@ -49,8 +52,9 @@ def confirm(candidates: list, others: Iterable[Trial], same: Callable, run_model
             break
         for mistake in list(alive):
             out = run_model(mistake.model, *trial.args, **trial.kwargs)
-            if out is not None and pick is not None:
-                out = run_model(pick, out)
+            chosen = trial.pick or pick
+            if out is not None and chosen is not None:
+                out = run_model(chosen, out)
             if out is None:
                 continue
             try:
@@ -120,6 +124,13 @@ def describe_pattern(got, expected) -> str:
         if got.ndim >= 1 and got.size > 1 and np.allclose(np.sort(got, axis=None), np.sort(expected, axis=None)):
             return _("Your result holds the reference's values, in other places: an indexing or ordering "
                      "problem.")
+        if got.ndim == 2 and len(got) > 2:
+            rows = {tuple(r) for r in np.round(expected, 12)}
+            found = sum(tuple(r) in rows for r in np.round(got, 12))
+            moved = int((~np.isclose(got, expected).all(axis=1)).sum())
+            if moved and found >= len(got) / 2:
+                return _("{found} of your {n} rows are rows of the reference, {moved} of them in other places: an "
+                         "indexing or ordering problem.").format(found=found, n=len(got), moved=moved)
     return ""
 
 

@@ -64,11 +64,13 @@ SINGLE = Tolerance(1e-5, 1e-7)        # what a float32 computation of the same n
 
 
 class Stop(Exception):
-    """Raised inside a checker to end the run with ``self.result``."""
+    """Raised inside a checker to end the run with ``self.result``; ``unexplained`` marks a difference from the
+    reference that :meth:`Check.compare` could not put down to any mistake."""
 
     def __init__(self, result: R.CheckResult):
         super().__init__(result.message)
         self.result = result
+        self.unexplained = False
 
 
 # ---------------------------------------------------------------------------------------------- values
@@ -386,7 +388,7 @@ class Check:
         verdict = confirm(found, others, same, run_model, pick)
         case, name = _(case), _(name)
         label = _("Case: {case}.").format(case=case) + "\n"
-        survivors = _one_per_name(verdict.survivors)
+        survivors = one_per_name(verdict.survivors)
         if len(survivors) == 1:
             also = verdict.confirmed_on.get(survivors[0].name)
             text = (_("{name} matches a classic mistake (the same on {other}): {explanation}") if also else
@@ -402,18 +404,22 @@ class Check:
             if _holds(test, got, reference, args):
                 self.fail(label + _capital(mistake.text), mistake.name)
         if tol is not None and tol.rtol <= FLOAT64.rtol:
-            self._single_precision(label, got, reference)
+            self.single_precision(label, got, reference)
         if tol is None:      # the first differing entry, as a whole sentence
             text = _capital(_("{name} differs from the reference: {difference}").format(
                 name=name, difference=_first_difference(got, reference)))
+            if np.asarray(got).dtype == bool or np.asarray(got).ndim == 0:
+                explain = explain or (lambda got, reference: "")
         else:
             text = _capital(_("{name} differs from the reference: {difference}.").format(
                 name=name, difference=describe_difference(got, reference)))
         pattern = explain(got, reference) if explain else _pattern(got, reference)
-        self.fail(label + text + (" " + pattern if pattern else "")
-                  + (_("\nHint: {hint}").format(hint=_(fallback)) if fallback else ""))
+        stop = Stop(R.failed(self.task, label + text + (" " + pattern if pattern else "")
+                             + (_("\nHint: {hint}").format(hint=_(fallback)) if fallback else "")))
+        stop.unexplained = True          # no mistake holds: a caller may look at the output further
+        raise stop
 
-    def _single_precision(self, label: str, got, reference) -> None:
+    def single_precision(self, label: str, got, reference) -> None:
         """Fail with ``computed_in_float32`` when a float64 result carries only float32's digits."""
         got, reference = np.asarray(got), np.asarray(reference)
         if got.dtype != np.float64 or got.shape != reference.shape or not close(got, reference, SINGLE):
@@ -437,6 +443,8 @@ class Check:
         cases, done = list(cases), []
         for i, case in enumerate(cases):
             trial = trial_of(case)
+            if trial.pick is not None:
+                options = {**options, "pick": trial.pick}
             self.compare(trial.case, trial.got, trial.reference, mistakes, trial.args, trial.kwargs,
                          others=self._others(done, cases[i + 1:], trial_of), **options)
             done.append(trial)
@@ -495,7 +503,7 @@ def which_mistake(got, reference, mistakes, args=(), kwargs=None, same=close, pi
     return found[0] if found else None
 
 
-def _one_per_name(mistakes: list) -> list:
+def one_per_name(mistakes: list) -> list:
     kept = []
     for mistake in mistakes:
         if all(m.name != mistake.name for m in kept):
@@ -551,6 +559,10 @@ def models(mistakes: list):
 def error_hint(err: BaseException) -> str | None:
     """Explain the usual cause of a shape error, classified by what actually failed."""
     text = str(err)
+    if "remapped shapes" in text:        # np.matmul's own broadcast of the batch axes: a transpose of a batch
+        return _("a shape error inside a matrix product of batched arrays. `x.T` reverses every axis, batch "
+                 "axes included: transpose only the last two, `np.swapaxes(x, -1, -2)` (torch: "
+                 "`x.transpose(-2, -1)`).")
     if "could not be broadcast" in text or "must match the size of tensor" in text:
         shapes = _broadcast_shapes(text)
         if shapes and _drops_last_axis(*shapes):

@@ -125,7 +125,7 @@ def _softmax_cases():
     ]
 
 
-COLUMNS = Mistake("wrong_axis", N_("softmax over the wrong axis: your result sums to 1 down each column (axis -2), "
+COLUMNS = Mistake("normalised_columns", N_("softmax over the wrong axis: your result sums to 1 down each column (axis -2), "
                   "not along each row. Each row's entries are normalised together: sum with `axis=-1, "
                   "keepdims=True`."))
 
@@ -288,14 +288,16 @@ def _explain_values(run, zero_case, case, a_small, got0, a, got):
     keep = got != 0
     dropped = 1 - keep.mean()
     if abs(dropped - (1 - P)) < 5 * np.sqrt(P * (1 - P) / keep.size):     # p kept, 1 - p dropped
-        run.fail(_("On {case}, you dropped {dropped:.1%} of the entries (with p = 0: {zero:.0%}): {explanation}").format(
-            case=_(case), dropped=dropped, zero=float(np.mean(np.nan_to_num(got0) == 0)), explanation=P_AS_KEEP.text),
-            P_AS_KEEP.name)
+        zero = float(np.mean(np.nan_to_num(got0) == 0))
+        run.fail(_("On {case}, you dropped {dropped:.1%} of the entries (with p = 0: {zero:.0%}): "
+                   "{explanation}").format(case=_(case), dropped=dropped, zero=zero, explanation=P_AS_KEEP.text),
+                 P_AS_KEEP.name)
     for mistake in DROPOUT_MISTAKES:
         with np.errstate(all="ignore"):
             at_zero, at_p = mistake.model(a_small, np.ones_like(keep[:1, :1]), 0.0), mistake.model(a, keep, P)
         at_zero = np.broadcast_to(at_zero, a_small.shape)
-        if close(got, at_p) and (close(got0, at_zero) or not np.all(np.isfinite(at_zero))):   # inf: 1 / p at p = 0
+        fits_zero = close(got0, at_zero) or (keep.any() and not np.all(np.isfinite(at_zero)))  # inf: 1 / p at p = 0
+        if close(got, at_p) and fits_zero:
             run.fail(_("On {case} (and it fits {other} too): {explanation}").format(
                 case=_(case), other=_(zero_case), explanation=mistake.text), mistake.name)
     if not (np.all(np.isfinite(got0)) and np.all(np.isfinite(got))):

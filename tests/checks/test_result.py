@@ -8,7 +8,6 @@ import re
 
 import numpy as np
 
-import attnlab as al
 from attnlab import checks as C
 
 from .support import np_softmax, stub
