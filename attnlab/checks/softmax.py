@@ -125,8 +125,8 @@ def _softmax_cases():
     ]
 
 
-COLUMNS = Mistake("normalised_columns", N_("softmax over the wrong axis: your result sums to 1 down each column (axis -2), "
-                  "not along each row. Each row's entries are normalised together: sum with `axis=-1, "
+COLUMNS = Mistake("normalised_columns", N_("softmax over the wrong axis: your result sums to 1 down each column "
+                  "(axis -2), not along each row. Each row's entries are normalised together: sum with `axis=-1, "
                   "keepdims=True`."))
 
 
