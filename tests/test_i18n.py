@@ -410,7 +410,7 @@ def test_a_checker_names_the_same_mistake_in_chinese_and_is_english_again_afterw
     chinese = getattr(checks, name)(fn)
     assert (chinese.status, chinese.mistake, chinese.task) == (english.status, english.mistake, english.task)
     assert chinese.message != english.message and CJK.search(chinese.message)
-    assert "典型错误" in chinese.message and code in chinese.message        # "a classic mistake", the same fix
+    assert "常见错误" in chinese.message and code in chinese.message        # "a classic mistake", the same fix
     assert any(i18n._(text) != text and i18n._(text) in chinese.message for text in explanations)
     assert "未通过" in str(chinese) and "未通过" in chinese._repr_html_()   # the status word, translated
     i18n.set_language("en")

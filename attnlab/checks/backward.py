@@ -108,9 +108,10 @@ def _no_jacobian(run, fn, rng):
     got = run.array(run.call(fn, case, a, g, hint=error_hint, memory=memory), case, shape=a.shape)
     run.compare(case, got, a * (g - (a * g).sum(axis=-1, keepdims=True)), SOFTMAX_BACKWARD_MISTAKES, (a, g),
                 name=N_("the gradient"))
-    if memory["peak"] > 2**20:
+    peak = memory["peak"]
+    if peak > 2**20:
         run.fail(_("On {case}, your function held {value:.1f} MiB at once: {explanation}").format(
-            case=_(case), value=memory["peak"] / 2**20, explanation=BUILDS_JACOBIAN.text), BUILDS_JACOBIAN.name)
+            case=_(case), value=peak / 2**20, explanation=BUILDS_JACOBIAN.text), BUILDS_JACOBIAN.name)
 
 
 # ---------------------------------------------------------------------------------------------- attention

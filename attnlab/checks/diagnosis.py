@@ -72,6 +72,13 @@ def confirm(candidates: list, others: Iterable[Trial], same: Callable, run_model
 # ---------------------------------------------------------------------------------------------- patterns
 
 
+def join(first: str, second: str) -> str:
+    """Two sentences of a message: a space between them, except after a full-width (Chinese) stop."""
+    if not first or not second:
+        return first + second
+    return first + ("" if first.endswith(("\u3002", "\uff1f", "\uff01", "\uff09", "\n")) else " ") + second
+
+
 def _fmt(x: float) -> str:
     return f"{x:.4g}"
 
@@ -162,10 +169,10 @@ def describe_ratio(got: float, expected: float, trials: list[Trial], names: tupl
             continue
         ratios = [float(t.got) / float(t.reference) for t in usable]
         if np.allclose(ratios, [1 / v for v in values]) and len(set(values)) > 1:
-            return text + " " + _("Over the cases the ratio is 1 / `{name}`: is `{name}` missing?").format(name=name)
+            return join(text, _("Over the cases the ratio is 1 / `{name}`: is `{name}` missing?").format(name=name))
         if np.allclose(ratios, values) and len(set(values)) > 1:
-            return text + " " + _("Over the cases the ratio is `{name}`: is `{name}` counted once too "
-                                  "often?").format(name=name)
+            return join(text, _("Over the cases the ratio is `{name}`: is `{name}` counted once too "
+                                "often?").format(name=name))
     return text
 
 

@@ -35,7 +35,7 @@ import numpy as np
 
 from ..i18n import N_, _
 from . import result as R
-from .diagnosis import confirm, describe_pattern
+from .diagnosis import confirm, describe_pattern, join
 from .forbidden import entry_point_of, recording
 from .limits import check_budget, run_limited
 
@@ -260,9 +260,10 @@ class Check:
         return out
 
     def _forbidden(self, names: list):
+        shown = ", ".join(f"`{n}`" for n in names)
         self.fail(_("This exercise ({task}) asks you to write the computation yourself; your function called "
-                    "{names}. Use that only to compare with afterwards.").format(
-                        task=_(self.task), names=", ".join(f"`{n}`" for n in names)), "forbidden_call")
+                    "{names}. Use that only to compare with afterwards.").format(task=_(self.task), names=shown),
+                  "forbidden_call")
 
     def _failed_call(self, failure: BaseException, case: str, hint, expect):
         """The result of a call that raised ``failure``: a Stop, or ``failure`` itself if it is expected."""
@@ -394,7 +395,8 @@ class Check:
             text = (_("{name} matches a classic mistake (the same on {other}): {explanation}") if also else
                     _("{name} matches a classic mistake (on this case; no other case could confirm it): "
                       "{explanation}"))
-            self.fail(label + _capital(text.format(name=name, other=_(also or ""), explanation=survivors[0].text)),
+            other = _(also) if also else ""
+            self.fail(label + _capital(text.format(name=name, other=other, explanation=survivors[0].text)),
                       survivors[0].name)
         if survivors:      # different mistakes that give the same numbers on every case: name them all
             self.fail(label + _capital(_("{name} matches {n} classic mistakes that give the same numbers here. ")
@@ -414,7 +416,7 @@ class Check:
             text = _capital(_("{name} differs from the reference: {difference}.").format(
                 name=name, difference=describe_difference(got, reference)))
         pattern = explain(got, reference) if explain else _pattern(got, reference)
-        stop = Stop(R.failed(self.task, label + text + (" " + pattern if pattern else "")
+        stop = Stop(R.failed(self.task, label + join(text, pattern)
                              + (_("\nHint: {hint}").format(hint=_(fallback)) if fallback else "")))
         stop.unexplained = True          # no mistake holds: a caller may look at the output further
         raise stop
@@ -472,6 +474,9 @@ def _holds(test, got, reference, args) -> bool:
 
 
 def _capital(text: str) -> str:
+    """The first letter in upper case (English); a Chinese message keeps a leading Latin word as it is."""
+    if any("\u4e00" <= ch <= "\u9fff" for ch in text[:40]):
+        return text
     return text[:1].upper() + text[1:]
 
 

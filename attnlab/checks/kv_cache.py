@@ -338,9 +338,10 @@ def _no_explicit_keys(run, fn, rng):
     memory = {}
     got = run.array(run.call(fn, case, *args, hint=_mla_hint, memory=memory), case, shape=(1, d_m))
     run.compare(case, got, _explicit(*args), MLA_MISTAKES, args)
-    if memory["peak"] > S * d_h * 8 // 2:
+    peak = memory["peak"]
+    if peak > S * d_h * 8 // 2:
         run.fail(_("On {case}, your function held {value:.1f} MiB at once: {explanation}").format(
-            case=_(case), value=memory["peak"] / 2**20, explanation=EXPLICIT_KEYS.text), EXPLICIT_KEYS.name)
+            case=_(case), value=peak / 2**20, explanation=EXPLICIT_KEYS.text), EXPLICIT_KEYS.name)
 
 
 # ---------------------------------------------------------------------------------------------- paged gather

@@ -17,7 +17,7 @@ import numpy as np
 from .. import masks
 from .. import reference as ref
 from ..i18n import N_, _
-from .diagnosis import Trial
+from .diagnosis import Trial, join
 from .engine import Mistake, Stop, describe_difference, error_hint, models
 from .registry import checker
 
@@ -136,9 +136,9 @@ def _each(run, cases, student, reference, mistakes, name, properties_of=None):
                 run.fail(_("On {case}, {text}").format(case=_(case), text=text), key)
         keep = np.broadcast_to(valid.reshape(valid.shape + (1,) * (got.ndim - valid.ndim)), got.shape)
         mine = np.where(keep, got, expected)
-        run.fail(_("On {case}, {name} differs from the reference on the rows of real queries: "
-                   "{value}.").format(case=_(case), name=_(name), value=describe_difference(mine, expected))
-                 + _padded_sentences_only(mine, expected, valid))
+        text = _("On {case}, {name} differs from the reference on the rows of real queries: {value}.").format(
+            case=_(case), name=_(name), value=describe_difference(mine, expected))
+        run.fail(join(text, _padded_sentences_only(mine, expected, valid)))
 
 
 def _padded_sentences_only(got, expected, valid) -> str:
@@ -146,7 +146,7 @@ def _padded_sentences_only(got, expected, valid) -> str:
     wrong = [b for b in range(len(valid)) if not np.allclose(got[b], expected[b], rtol=1e-9, atol=1e-12)]
     padded = [b for b in range(len(valid)) if not valid[b].all()]
     if wrong and set(wrong) <= set(padded):
-        return " " + _("Only the sentences with padding differ ({rows}); the others match: is the padding mask "
+        return _("Only the sentences with padding differ ({rows}); the others match: is the padding mask "
                        "applied to the keys?").format(rows=", ".join(str(b) for b in wrong))
     return ""
 

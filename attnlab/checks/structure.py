@@ -209,7 +209,7 @@ def equivariance_test_global_random(f, x, rng):
     state = np.random.get_state()
     np.random.seed(1234)                       # the test's own randomness, not rng: the model is repeatable
     try:
-        return all(np.allclose(f(x[p]), f(x)[p]) for p in (np.random.permutation(x.shape[0]) for _ in range(5)))
+        return all(np.allclose(f(x[p]), f(x)[p]) for p in (np.random.permutation(x.shape[0]) for _unused in range(5)))
     finally:
         np.random.set_state(state)
 
@@ -218,7 +218,7 @@ def equivariance_test_global_random(f, x, rng):
        "f(P X) and P f(X). The defaults of `np.allclose` (rtol 1e-5, atol 1e-8) are what an order of summation can "
        "change; anything larger is a different function."))
 def equivariance_test_loose(f, x, rng):
-    return all(np.allclose(f(x[p]), f(x)[p], atol=0.1) for p in (rng.permutation(x.shape[0]) for _ in range(5)))
+    return all(np.allclose(f(x[p]), f(x)[p], atol=0.1) for p in (rng.permutation(x.shape[0]) for _unused in range(5)))
 
 
 @model("cyclic_shifts", N_("your test only tries cyclic shifts (`np.roll`), a small family of permutations: a function "
@@ -287,8 +287,7 @@ def _explain_verdicts(run, x, probes, verdicts):
 def _structure(run, tried, draws):
     """What the test tried, whatever its verdicts: the sheet asks for several random permutations from rng."""
     if not any(tried):
-        run.fail(_("Your test {explanation}").format(explanation=NEVER_PERMUTES.text.removeprefix("your test ")),
-                 NEVER_PERMUTES.name)
+        run.fail(_capital(NEVER_PERMUTES.text), NEVER_PERMUTES.name)
     if len({tuple(t) for t in tried if t}) == 1:
         _named(run, "fixed_permutation")
     if all(_is_cyclic(p) for t in tried for p in t):
@@ -335,6 +334,8 @@ def _named(run, key, probe="", n=0, k=0, size=0.0):
 
 
 def _capital(text: str) -> str:
+    if any("\u4e00" <= ch <= "\u9fff" for ch in text[:40]):
+        return text
     return text[:1].upper() + text[1:]
 
 
