@@ -108,13 +108,61 @@ def _text_inside(value, depth: int = 0):
     return None
 
 
+# A wrong answer that a simple slip explains: the transform turns the student's value into the right one.
+SLIPS = [
+    (lambda v: -v, N_("The size is right but the sign is not: check the sign of each term.")),
+    (lambda v: v / 2, N_("Your answer is twice the right one: a factor of 2 too many (something counted twice?).")),
+    (lambda v: v * 2, N_("Your answer is half the right one: a factor of 2 is missing (keys and values? a "
+                         "multiply-add as 2 FLOPs?).")),
+    (lambda v: v - 1, N_("Off by one: your answer is one more than the right one (does the range include its end? "
+                         "is position 0 counted?).")),
+    (lambda v: v + 1, N_("Off by one: your answer is one less than the right one (does the range include its end? "
+                         "is position 0 counted?).")),
+    (lambda v: v / 8, N_("Your answer is 8 times the right one: bits where bytes are asked?")),
+    (lambda v: v * 8, N_("Your answer is an eighth of the right one: bytes where bits are asked, or a factor of 8 "
+                         "missing?")),
+    (lambda v: v * 2**20, N_("Your answer is in MiB: the question asks for bytes (1 MiB = 2**20 bytes).")),
+    (lambda v: v * 2**30, N_("Your answer is in GiB: the question asks for bytes (1 GiB = 2**30 bytes).")),
+    (lambda v: v * 1000 ** 2, N_("Your answer is in MB (10**6 bytes): the question asks for bytes.")),
+    (lambda v: v * 1000 ** 3, N_("Your answer is in GB (10**9 bytes): the question asks for bytes.")),
+    (lambda v: np.sqrt(v), N_("Your answer is the square of the right one: a variance where a standard deviation is "
+                              "asked?")),
+    (lambda v: v ** 2, N_("Your answer is the square root of the right one: a standard deviation where a variance "
+                          "is asked?")),
+    (lambda v: 1 / v, N_("Your answer is the inverse of the right one: a ratio upside down?")),
+    (lambda v: v / 100, N_("Your answer is 100 times the right one: a percentage where a fraction is asked?")),
+]
+TRANSPOSED = N_("Your matrix is the transpose of the right one: rows and columns swapped (which index is the "
+                "row?).")
+
+
+def _slip(name, flat, answer) -> str | None:
+    """The explanation of the first simple slip that turns the given entries into the right answer, if any."""
+    def right(candidate):
+        candidate = np.asarray(candidate, dtype=float).reshape(-1)
+        return bool(np.all(np.isfinite(candidate))) and all(
+            _entry_ok(name, i, x, answer.exponent, answer.exact, d)
+            for i, (x, d) in enumerate(zip(candidate, answer.digests)))
+    with np.errstate(all="ignore"):
+        if len(answer.shape) == 2 and answer.shape[0] == answer.shape[1] and right(
+                flat.reshape(answer.shape).T):
+            return TRANSPOSED
+        for transform, meaning in SLIPS:
+            if right(transform(flat)):
+                return meaning
+    return None
+
+
 UNKNOWN_QUESTION = Mistake("unknown_question", N_("there is no question of that name."))
 UNREADABLE = Mistake("unreadable", N_("the value is not a number (or array of numbers) of the expected shape."))
 KNOWN_WRONG = Mistake("known_wrong_answer", N_("a known wrong number, with what it usually means (e.g. the unscaled "
                                                "value, the MHA cache)."))
+SLIP = Mistake("simple_slip", N_("a wrong number that a simple slip turns into the right one: the sign, a factor of 2, "
+                                 "off by one, bits or MiB for bytes, a square or a square root, an inverse, a "
+                                 "transpose."))
 
 
-@checker(N_("answer"), [KNOWN_WRONG, UNKNOWN_QUESTION, UNREADABLE], takes_function=False)
+@checker(N_("answer"), [KNOWN_WRONG, SLIP, UNKNOWN_QUESTION, UNREADABLE], takes_function=False)
 def check_answer(run, name, value=...):
     """Check a numeric answer to the question called ``name``.
 
@@ -149,6 +197,10 @@ def check_answer(run, name, value=...):
         if all(_entry_ok(name, i, x, answer.exponent, answer.exact, d) for i, (x, d) in enumerate(zip(flat, wrong))):
             return R.failed(task, _("Not yet ({question}). {meaning}").format(question=question, meaning=_(meaning)),
                             KNOWN_WRONG.name)
+    slip = _slip(name, flat, answer)
+    if slip is not None:
+        return R.failed(task, _("Not yet ({question}). {meaning}").format(question=question, meaning=_(slip)),
+                        SLIP.name)
     precision = (_("exactly") if answer.exact else
                  _("to within {step:g} (compute it in Python rather than typing a rounded value)").format(
                      step=10.0 ** answer.exponent))
