@@ -51,14 +51,14 @@ $(STAMP): pyproject.toml requirements/lock.txt
 	$(PY) -m pip install --quiet --upgrade "pip>=24"
 	$(PY) -m pip install --quiet -c requirements/lock.txt -e ".[book,dev,instructor]"
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
-	$(PY) tools/compile_messages.py
+	$(PY) -m bookbuild.i18n.catalogs
 	touch $(STAMP)
 
 venv: $(STAMP)
 
 assets: $(STAMP)
 	$(PY) tools/vendor_assets.py
-	$(PY) tools/compile_messages.py
+	$(PY) -m bookbuild.i18n.catalogs
 
 # Pages the execution cache lacks run first, several at once (tools/execute_pages.py); Jupyter
 # Book then finds every page in the cache. Sphinx always starts clean (an incremental -W build can pass without re-reading pages);
@@ -106,7 +106,7 @@ student-book-zh: $(STAMP) assets
 	@echo "中文学生版: file://$(CURDIR)/$(BUILD)/zh/student/html/index.html"
 
 translations: $(STAMP)
-	$(PY) tools/compile_messages.py extract
+	$(PY) -m bookbuild.i18n.catalogs extract
 	$(PY) tools/translations.py update
 
 book-clean:  # also re-executes every page (the cache does not notice changes to attnlab)
@@ -140,7 +140,7 @@ pdf: $(STAMP)
 # The Chinese PDF: the same recipe from the Chinese edition's config and execution cache.
 pdf-zh: $(STAMP)
 	$(PY) tools/edition_config.py zh
-	$(PY) tools/compile_messages.py
+	$(PY) -m bookbuild.i18n.catalogs
 	rm -rf $(BUILD)/zh/_build/latex $(BUILD)/zh/_build/.doctrees $(BUILD)/zh/_build/jupyter_execute
 	mkdir -p _vendor
 	ATTNLAB_LANG=zh_CN $(EXECUTE) --config _config_zh.yml --toc _toc_zh.yml

@@ -26,7 +26,7 @@ __all__ = [
     "tr_table",
 ]
 
-_LAZY = {"torch_ops", "widgets", "checks", "plots", "memory", "pretrained", "display"}
+_LAZY = {"torch_ops", "widgets", "checks", "plots", "memory", "pretrained", "display", "diagrams", "example"}
 
 
 def __getattr__(name):

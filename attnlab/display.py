@@ -13,18 +13,22 @@ or a line of text never breaks (``1.2e-07`` breaks after its hyphen in a narrow 
 
 ``column(text, width)`` pads a label of a printed table as ``f"{text:>{width}}"`` does, counting a
 Chinese character as the two columns it takes in a monospaced font, so that the columns of the
-Chinese edition's printed tables line up as the English ones do.
+Chinese edition's printed tables line up as the English ones do. (A page's own tables need not call
+it: their text is translated and padded where it is printed, ``attnlab.edge``.)
+
+``glue(name, value)`` glues a value for the prose of the edition being built (``myst_nb.glue``,
+not displayed): a text in the edition's language, a number as it is (the prose formats it). Hidden
+cells call it; a reader never needs it.
 """
 
 from __future__ import annotations
 
-import unicodedata
-
 import numpy as np
 import sympy as sp
 
+from ._shown import display_width
 from .errors import AttentionInputError
-from .i18n import N_, _
+from .i18n import N_, _, page_text
 
 
 def _needs_decimals(value) -> bool:
@@ -119,14 +123,18 @@ def in_words(values, shape: str = "block") -> str:
     return _(finite) if np.isfinite(arr).all() else _(mixed)
 
 
-def _columns(text: str) -> int:
-    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
-
-
 def column(text: str, width: int, align: str = ">") -> str:
     """``text`` padded with spaces to ``width`` columns of monospaced output, right-aligned (``">"``)
     or left-aligned (``"<"``); a wide (CJK) character counts two columns. Longer text is kept whole."""
     if align not in (">", "<"):
         raise AttentionInputError(_("align must be '>' or '<'; got {align!r}").format(align=align))
-    pad = " " * max(0, width - _columns(str(text)))
+    pad = " " * max(0, width - display_width(str(text)))
     return pad + str(text) if align == ">" else str(text) + pad
+
+
+def glue(name: str, value, display: bool = False) -> None:
+    """``myst_nb.glue(name, value)`` for the edition being built: a string through the pages catalog
+    (``attnlab.i18n.page_text``, a template's output included), anything else as it is."""
+    from myst_nb import glue as myst_glue
+
+    myst_glue(name, page_text(value) if isinstance(value, str) else value, display=display)

@@ -8,16 +8,19 @@ variable parts with ``str.format`` after translation, so that a translator sees 
     from .i18n import _
     raise AttentionInputError(_("q and k must have the same width d_k; got {q} and {k}").format(...))
 
-The pages' own code cells (figure labels, printed tables and sentences) have a second catalog,
-``attnlab/locale/<lang>/LC_MESSAGES/pages.po``, read through ``page_text`` (``attnlab.tr``):
+The pages' own code cells (figure labels, printed tables and sentences) are plain English Python;
+their text is translated where it leaves the code (``attnlab.edge``): through a second catalog,
+``attnlab/locale/<lang>/LC_MESSAGES/pages.po``, read by ``page_text``, which finds a shown text
+there as a message or as the formatted output of a template (``attnlab._shown``):
 
-    ax.set_xlabel(al.tr("key position"))
-    print(al.tr("worst error {err:.1e}").format(err=err))
+    page_text("its weights")              # "它的权重" under zh_CN
+    page_text("worst error 3.1e-16")      # from the template "worst error {err:.1e}"
 
-``tools/compile_messages.py extract`` collects the ``tr("...")`` literals of every page into it.
+``python -m bookbuild translations`` collects the pages' shown strings into it (``bookbuild.i18n``).
 
 The catalogs are ``attnlab/locale/<lang>/LC_MESSAGES/attnlab.po``; the compiled ``.mo`` files are
-written by ``tools/compile_messages.py`` (run by ``make``) and by the package build. Where a
+written by ``python -m bookbuild.i18n.catalogs`` (run by ``make``) and by the package build (both
+through ``attnlab._catalogs``). Where a
 ``.mo`` is missing or older than its ``.po`` (an edited checkout), the ``.po`` is compiled in memory
 with babel; without babel, an older ``.mo`` is used as it is, and without any ``.mo`` the messages
 stay English; a warning says which. Error classes and their meaning never depend on the language.
@@ -30,6 +33,9 @@ import os
 import warnings
 from pathlib import Path
 
+from ._catalogs import compiled
+from ._shown import Index
+
 DOMAIN = "attnlab"
 PAGES_DOMAIN = "pages"                  # the strings of the pages' own code cells (page_text)
 LOCALE_DIR = Path(__file__).resolve().parent / "locale"
@@ -39,6 +45,7 @@ _ALIASES = {"zh": "zh_CN", "zh-CN": "zh_CN", "zh_cn": "zh_CN", "en_US": "en", "e
 _language = "en"
 _translation: gettext.NullTranslations = gettext.NullTranslations()
 _page_translation: gettext.NullTranslations = gettext.NullTranslations()
+_page_index: Index | None = None          # built from _page_translation on first use
 
 
 # An installed wheel writes the .po a moment after its .mo; an edit of the .po comes seconds later.
@@ -58,31 +65,26 @@ def _catalog(lang: str, domain: str = DOMAIN) -> gettext.NullTranslations:
     if not po.exists():
         return gettext.NullTranslations()
     try:
-        from babel.messages import mofile, pofile
+        return gettext.GNUTranslations(io.BytesIO(compiled(po)))
     except ImportError:
         if mo.exists():
             warnings.warn(f"attnlab: {mo} is older than {po.name} and babel is not installed to compile it; "
-                          "showing the older translations (run tools/compile_messages.py)", stacklevel=3)
+                          "showing the older translations (run python -m bookbuild.i18n.catalogs)", stacklevel=3)
             return _read_mo(mo)
         warnings.warn(f"attnlab: {mo} is missing and babel is not installed to compile {po.name}; "
-                      "messages stay in English (run tools/compile_messages.py)", stacklevel=3)
+                      "messages stay in English (run python -m bookbuild.i18n.catalogs)", stacklevel=3)
         return gettext.NullTranslations()
-    with po.open("rb") as handle:
-        catalog = pofile.read_po(handle, locale=lang)
-    buffer = io.BytesIO()
-    mofile.write_mo(buffer, catalog)
-    buffer.seek(0)
-    return gettext.GNUTranslations(buffer)
 
 
 def set_language(lang: str) -> None:
     """Show attnlab's messages in ``lang``: "en" (default) or "zh_CN"."""
-    global _language, _translation, _page_translation
+    global _language, _translation, _page_translation, _page_index
     code = _ALIASES.get(lang, lang)
     if code not in LANGUAGES:
         raise ValueError(f"language must be one of {', '.join(LANGUAGES)}; got {lang!r}")
     _translation = gettext.NullTranslations() if code == "en" else _catalog(code)
     _page_translation = gettext.NullTranslations() if code == "en" else _catalog(code, PAGES_DOMAIN)
+    _page_index = None
     _language = code
 
 
@@ -97,17 +99,24 @@ def _(message: str) -> str:
 
 
 def page_text(message: str) -> str:
-    """A string of a page's own code (a figure label, a table header, a printed sentence) in the
-    current language, from the ``pages`` catalog; English, and ``message`` itself, by default.
+    """A text a page shows (a figure label, a table header, a printed line) in the current language,
+    from the ``pages`` catalog; English, and ``message`` itself, by default and for any text the
+    catalog does not hold.
 
-    Format the variable parts after translating: ``tr("worst error {err}").format(err=err)``.
+    ``message`` is what the page's code wrote (``"its weights"``, ``"worst error {err:.1e}"``) or
+    what its formatting produced (``"worst error 3.1e-16"``): see ``attnlab._shown``.
     """
+    global _page_index
     if not isinstance(message, str):
         from .errors import AttentionInputError
 
         raise AttentionInputError(_("tr() translates one string, the English text written in the page; "
                                     "got {kind}").format(kind=type(message).__name__))
-    return _page_translation.gettext(message)
+    if _language == "en" or not message.strip():
+        return message
+    if _page_index is None:
+        _page_index = Index(getattr(_page_translation, "_catalog", {}))    # a GNUTranslations' messages
+    return _page_index.translate(message)
 
 
 tr = page_text
@@ -121,12 +130,11 @@ def page_text_of_file(message: str) -> str:
 
 
 def page_table(table):
-    """A pandas table of a page with its labels in the current language: column and row labels and
-    the names of its index and column levels (a Series: its name too), each string through
-    :func:`page_text` (a label the catalog lacks, such as "float32", stays as it is).
+    """A pandas table of a page in the current language: column and row labels, the names of its
+    index and column levels (a Series: its name too) and its string cells, each through
+    :func:`page_text` (a string the catalog lacks, such as "float32", stays as it is).
 
-    English: ``table`` itself, unchanged. The catalog holds the literal keys written in the cell
-    that calls ``tr_table`` (see ``table_labels`` in tools/compile_messages.py).
+    English: ``table`` itself, unchanged. ``attnlab.edge`` applies it to every table a page displays.
     """
     if _language == "en":
         return table
@@ -138,8 +146,9 @@ def page_table(table):
     if hasattr(table, "columns"):
         table = table.rename(columns=label, index=label)
         table.columns = table.columns.set_names([label(n) for n in table.columns.names])
+        table = table.map(label)
     else:
-        table = table.rename(index=label)
+        table = table.rename(index=label).map(label)
         table.name = label(table.name)
     table.index = table.index.set_names([label(n) for n in table.index.names])
     return table

@@ -4,8 +4,9 @@ Every chapter draws with these helpers so the figures look alike. Call :func:`bo
 once per page: it sets matplotlib's rcParams and, in a Jupyter kernel, the PNG formatter of
 figures, which makes every text of a figure legible in the book (see :func:`make_legible`).
 In Chinese (``attnlab.i18n.set_language("zh_CN")`` or ``ATTNLAB_LANG=zh_CN``) it also puts a CJK
-font first among matplotlib's fonts, so the labels drawn here (translated when a figure is drawn)
-and the pages' own labels (``attnlab.tr``), math mixed in included, show as characters.
+font first among matplotlib's fonts, and translates at the edge (``attnlab.edge``): the page's
+own figure texts, written in English, are translated when the figure is drawn into its PNG, and
+its printed text and tables when they are shown; math mixed in included, they show as characters.
 """
 from __future__ import annotations
 
@@ -16,10 +17,17 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.text import Text
 
+from . import edge
 from .i18n import N_, _, get_language
 
 ALLOWED_COLOR = "#2b6cb0"
 FORBIDDEN_COLOR = "#edf2f7"
+# The colours of the roles, shared with the drawn diagrams (attnlab.diagrams): a plot that shows queries,
+# keys, values or outputs uses these, so that a figure and a diagram of the same page agree
+QUERY_COLOR = ALLOWED_COLOR
+KEY_COLOR = "#dd6b20"
+VALUE_COLOR = "#2f855a"
+OUTPUT_COLOR = "#c53030"        # the output star of convex_picture
 FIGURE_DPI = 110         # pixels per inch of the PNGs in the book
 COLUMN_PX = 720          # width of the book's text column at a 1280 px window (tests/test_browser.py measures it)
 MIN_TEXT_PX = 9.0        # the smallest text a reader may see there: height of its capitals and digits, CSS px
@@ -95,6 +103,8 @@ def book_style() -> None:
 
     In Chinese, a CJK font comes first among the fonts matplotlib draws with; where none is installed,
     one warning (per session) names the package to install, and figures show boxes for the characters.
+    The page's printed text, tables and figure texts are then translated where they are shown
+    (``attnlab.edge.install``).
     """
     plt.rcParams.update({
         "figure.figsize": (6.0, 3.6), "figure.dpi": FIGURE_DPI, "savefig.dpi": FIGURE_DPI,
@@ -104,6 +114,7 @@ def book_style() -> None:
     })
     _use_cjk_font()
     _install_png_formatter()
+    edge.install()
 
 
 def _visible_texts(fig) -> list[Text]:
@@ -148,8 +159,10 @@ def make_legible(fig, min_px: float = MIN_TEXT_PX) -> float:
 
 
 def _legible_png(fig, **kwargs) -> str:
-    """The inline backend's PNG of ``fig`` (base64), made legible and stamped with its smallest text."""
+    """The inline backend's PNG of ``fig`` (base64), in the edition's language, made legible and
+    stamped with its smallest text."""
     from IPython.core.pylabtools import print_figure
+    edge.translate_figure(fig)
     smallest = make_legible(fig)
     kwargs.setdefault("bbox_inches", "tight")
     return print_figure(fig, "png", base64=True, metadata={PNG_TEXT_KEY: f"{smallest:.2f}"}, **kwargs)
@@ -288,7 +301,7 @@ def convex_picture(ax, values, weights, allowed=None, labels=None, title=None):
         ax.scatter(v[~ok, 0], v[~ok, 1], s=60, facecolors="none", edgecolors="gray", zorder=3,
                    label=_("forbidden values"))
     out = w @ v
-    ax.scatter([out[0]], [out[1]], marker="*", s=220, color="#c53030", zorder=4, label=_("output"))
+    ax.scatter([out[0]], [out[1]], marker="*", s=220, color=OUTPUT_COLOR, zorder=4, label=_("output"))
     for j, p in enumerate(v):
         ax.annotate(labels[j] if labels is not None else f"$v_{{{j + 1}}}$", p, textcoords="offset points",
                     xytext=(6, 6))

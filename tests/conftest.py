@@ -1,14 +1,13 @@
 """Shared pytest fixtures."""
-import pathlib
 import sys
+from pathlib import Path
 
 import pytest
 import torch
 
-# tests/attnlab/ mirrors the package; with tests/ on sys.path (pytest's rootdir-based imports) it would be
-# imported as a namespace package named attnlab in place of the real one, so the checkout comes first.
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
-import attnlab  # noqa: E402, F401
+# tests/ is a package (tests/attnlab/ mirrors the package and must not shadow it), so the helper
+# modules beside this file (browser_support) are found through the end of the path, after attnlab
+sys.path.append(str(Path(__file__).resolve().parent))
 
 _DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 

@@ -10,11 +10,11 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
-from browser_support import ROOT  # noqa: E402
 from docutils import nodes  # noqa: E402
 from docutils.core import publish_doctree  # noqa: E402
 
 from attnlab import plots  # noqa: E402
+from tests.browser_support import ROOT  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "_ext"))
 import cjk_glosses  # noqa: E402

@@ -8,7 +8,8 @@ from __future__ import annotations
 import contextlib
 
 import pytest
-from browser_support import CHROMIUM_ARGS, ROOT, PageWatch, chromium_path, require_book, serve
+
+from tests.browser_support import CHROMIUM_ARGS, ROOT, PageWatch, chromium_path, require_book, serve
 
 pytestmark = pytest.mark.browser
 BUILD = ROOT / "_build"
@@ -292,11 +293,12 @@ CUT_OFF_JS = """() => {
   return bad;
 }"""
 
-# Figures drawn through attnlab.plots.book_style carry their smallest text (in PNG pixels); shown at
-# clientWidth / naturalWidth of that, it must read at >= 9 CSS px. Every PNG output must carry it.
+# Figures drawn through attnlab.plots.book_style carry their smallest text (in PNG pixels), diagrams of
+# attnlab.diagrams theirs (in SVG pixels); shown at clientWidth / naturalWidth of that, it must read at
+# >= 9 CSS px. Every PNG and SVG output must carry it.
 FIGURE_TEXT_JS = """() => {
   const root = document.querySelector('article') || document.body;
-  const imgs = [...root.querySelectorAll('div.cell_output img')].filter(i => /\\.png($|\\?)/.test(i.src));
+  const imgs = [...root.querySelectorAll('div.cell_output img')].filter(i => /\\.(png|svg)($|\\?)/.test(i.src));
   const small = [], unstamped = [];
   for (const img of imgs) {
     if (!img.classList.contains('attnlab-figure')) { unstamped.push(img.src.split('/').pop()); continue; }

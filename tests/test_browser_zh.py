@@ -7,8 +7,9 @@ from __future__ import annotations
 import re
 
 import pytest
-from browser_support import require_book
-from test_browser import PAGES, ZH, ZH_PAGES, open_page, site  # noqa: F401  (site is a fixture)
+
+from tests.browser_support import require_book
+from tests.test_browser import PAGES, ZH, ZH_PAGES, open_page, site  # noqa: F401  (site is a fixture)
 
 pytestmark = pytest.mark.browser
 CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
@@ -79,7 +80,7 @@ def test_the_switch_opens_the_same_page_in_the_other_edition_and_back(zh_site):
 
 
 def test_solution_titles_repeat_their_exercise_title_in_chinese(zh_site):
-    from test_browser import ZH_HTML
+    from tests.test_browser import ZH_HTML
 
     titles = [t for page in sorted((ZH_HTML / "solutions").glob("sol*.html"))
               for t in re.findall(r'class="admonition-title">解答<a [^>]*>([^<]*)</a>', page.read_text())]
@@ -93,7 +94,7 @@ def test_solution_titles_repeat_their_exercise_title_in_chinese(zh_site):
 def test_display_math_is_the_same_in_both_editions(zh_site):
     """A display formula is shared, never translated: Sphinx re-parses a translated math block as
     a literal block, which MyST reads as the paragraph "::" (three formulas once showed only that)."""
-    from test_browser import HTML, ZH_HTML
+    from tests.test_browser import HTML, ZH_HTML
 
     def formulas(path):
         blocks = re.findall(r'<div class="math notranslate nohighlight"[^>]*>(.*?)</div>', path.read_text(), re.S)

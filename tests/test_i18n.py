@@ -1,7 +1,5 @@
 """attnlab's message language: English by default, Chinese on request, errors unchanged."""
-import ast
 import gettext
-import importlib.util
 import io
 import os
 import re
@@ -60,15 +58,6 @@ def test_a_bad_environment_value_warns_and_keeps_english():
 
 ROOT = Path(__file__).resolve().parent.parent
 PO = ROOT / "attnlab" / "locale" / "zh_CN" / "LC_MESSAGES" / "attnlab.po"
-CONVERTED = ["reference.py", "_validate.py", "masks.py", "grad.py", "exact.py", "display.py", "errors.py",
-             "checks/result.py", "checks/engine.py", "checks/registry.py", "checks/limits.py", "checks/catalogue.py",
-             "checks/softmax.py", "checks/attention.py", "checks/masks.py", "checks/causal.py", "checks/backward.py",
-             "checks/cost.py", "checks/chunked.py", "checks/structure.py", "checks/heads.py",
-             "checks/kv_cache.py", "checks/pretrained.py", "checks/answers.py", "checks/answer_table.py",
-             "torch_ops/_checks.py", "torch_ops/attention.py", "torch_ops/mha.py", "torch_ops/kv_cache.py",
-             "torch_ops/mla.py", "plots.py", "widgets/_base.py", "widgets/_svg.py", "widgets/state.py",
-             "widgets/convex.py", "widgets/gqa.py", "widgets/heads.py", "widgets/mask.py", "widgets/scaling.py"]
-CONVERTED_CHECKERS = [m for m in CONVERTED if m.startswith("checks/")]
 CJK = re.compile("[\u4e00-\u9fff]")
 
 
@@ -168,8 +157,8 @@ def test_the_catalog_holds_exactly_the_messages_marked_in_the_package():
     marked = {message for _, _, message, _, _ in extract_from_dir(
         ROOT / "attnlab", method_map=[("**.py", "python")], keywords={"_": None, "N_": None})}
     in_catalog = {m.id for m in entries()}
-    assert marked - in_catalog == set(), "run tools/compile_messages.py extract and translate the new entries"
-    assert in_catalog - marked == set(), "run tools/compile_messages.py extract to drop the old entries"
+    assert marked - in_catalog == set(), "run `make translations` and translate the new entries"
+    assert in_catalog - marked == set(), "run `make translations` to drop the old entries"
 
 
 def test_the_catalog_compiles_and_the_compiled_catalog_translates_every_entry():
@@ -181,112 +170,6 @@ def test_the_catalog_compiles_and_the_compiled_catalog_translates_every_entry():
     compiled = gettext.GNUTranslations(buffer)
     for m in entries():
         assert compiled.gettext(m.id) == m.string
-
-
-def test_the_compile_tool_writes_a_mo_that_gettext_reads(tmp_path):
-    spec = importlib.util.spec_from_file_location("compile_messages", ROOT / "tools" / "compile_messages.py")
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
-    folder = tmp_path / "zh_CN" / "LC_MESSAGES"
-    folder.mkdir(parents=True)
-    shutil.copy(PO, folder / "attnlab.po")
-    assert tool.compile_all(tmp_path) == [folder / "attnlab.mo"]
-    with (folder / "attnlab.mo").open("rb") as handle:
-        compiled = gettext.GNUTranslations(handle)
-    for m in entries():
-        assert compiled.gettext(m.id) == m.string
-    assert tool.compile_all(tmp_path) == [], "an up-to-date .mo is left alone"
-
-
-# --- no message left unwrapped -----------------------------------------------------------------
-
-def unwrapped_messages(source: str) -> list[str]:
-    """String literals in a raised exception's or a warning's arguments that are not inside _() or N_()."""
-    found = []
-
-    def visit(node, wrapped):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("_", "N_"):
-            for arg in node.args:
-                if isinstance(arg, ast.JoinedStr):
-                    found.append(f"line {arg.lineno}: an f-string inside {node.func.id}() cannot be translated")
-            wrapped = True
-        if isinstance(node, ast.JoinedStr) or (isinstance(node, ast.Constant) and isinstance(node.value, str)):
-            if not wrapped and not (isinstance(node, ast.Constant) and not node.value.strip()):   # no words
-                found.append(f"line {node.lineno}: {ast.unparse(node)[:60]}")
-            return
-        for child in ast.iter_child_nodes(node):
-            visit(child, wrapped)
-
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call):
-            for arg in node.exc.args:
-                visit(arg, False)
-        is_warn = isinstance(node, ast.Call) and (
-            (isinstance(node.func, ast.Attribute) and node.func.attr == "warn")
-            or (isinstance(node.func, ast.Name) and node.func.id == "warn"))
-        if is_warn and node.args:
-            visit(node.args[0], False)
-    return found
-
-
-def test_the_scan_finds_unwrapped_messages_and_accepts_wrapped_ones():
-    assert unwrapped_messages('raise ValueError(f"q has {n} axes")')
-    assert unwrapped_messages('raise ValueError("q is empty")')
-    assert unwrapped_messages('raise ValueError(_(f"q has {n} axes"))')
-    assert unwrapped_messages('warnings.warn("slow")')
-    assert unwrapped_messages('raise ValueError(_("q has {n} axes; {what}").format(n=1, what="x"))')
-    assert not unwrapped_messages('raise ValueError(_("q has {n} axes").format(n=len(s)))')
-    assert not unwrapped_messages('raise ValueError(_("{w}").format(w=_(N_("leading axes"))))')
-
-
-def unwrapped_checker_messages(source: str) -> list[str]:
-    """A checker's verdicts (``run.fail``/``run.passed``/``self.fail`` and ``R.failed``/``R.passed``) and its mistake
-    explanations (``@model(name, ...)``, ``Mistake(name, ...)``) that are not marked with _() or N_()."""
-    found = []
-    for node in ast.walk(ast.parse(source)):
-        if not isinstance(node, ast.Call):
-            continue
-        func = node.func
-        message = None
-        if isinstance(func, ast.Attribute) and func.attr in ("fail", "passed") and node.args:
-            message = node.args[0]
-        elif isinstance(func, ast.Attribute) and func.attr in ("failed",) and len(node.args) > 1:
-            message = node.args[1]
-        elif isinstance(func, ast.Name) and func.id in ("model", "Mistake") and len(node.args) > 1:
-            message = node.args[1]
-        if message is not None:      # the same rule as for a raised message, applied to this one
-            found += [f"line {message.lineno}: {problem}"
-                      for problem in unwrapped_messages(f"raise Message({ast.unparse(message)})")]
-    return found
-
-
-def test_the_checker_scan_finds_unmarked_verdicts_and_explanations():
-    assert unwrapped_checker_messages('run.fail(f"On {case}, wrong")')
-    assert unwrapped_checker_messages('run.passed("All good")')
-    assert unwrapped_checker_messages('@model("x", "an explanation")\ndef f(): pass')
-    assert unwrapped_checker_messages('M = Mistake("x", "an explanation")')
-    assert not unwrapped_checker_messages('run.fail(_("On {case}, wrong").format(case=_(case)), "x")')
-    assert not unwrapped_checker_messages('M = Mistake("x", N_("an explanation"))')
-    assert not unwrapped_checker_messages('run.fail(M.text[0].upper() + M.text[1:], M.name)')
-
-
-@pytest.mark.parametrize("module", CONVERTED_CHECKERS)
-def test_no_verdict_or_mistake_explanation_of_a_converted_checker_is_left_unmarked(module):
-    assert unwrapped_checker_messages((ROOT / "attnlab" / module).read_text()) == []
-
-
-@pytest.mark.parametrize("module", CONVERTED)
-def test_no_user_facing_message_is_left_unwrapped(module):
-    assert unwrapped_messages((ROOT / "attnlab" / module).read_text()) == []
-
-
-@pytest.mark.parametrize("module", CONVERTED)
-def test_no_function_rebinds_the_translation_function(module):
-    """``batch, _ = ...`` inside a function makes ``_`` local there, and its ``_("...")`` an UnboundLocalError."""
-    tree = ast.parse((ROOT / "attnlab" / module).read_text())
-    rebound = [node.lineno for node in ast.walk(tree)
-               if isinstance(node, ast.Name) and node.id == "_" and isinstance(node.ctx, ast.Store)]
-    assert rebound == []
 
 
 # --- which compiled catalog is read -------------------------------------------------------------
@@ -501,9 +384,9 @@ def test_the_torch_empty_row_message_is_the_numpy_one_in_both_languages():
 def _chapter_cases():
     """(checker, a right answer, a wrong one, the mistake it must be named with); the answers are the
     ones the checkers' own tests use (tests/checks/)."""
-    from checks import test_heads as th
-    from checks import test_kv_cache as tk
-    from checks import test_pretrained as tp
+    from tests.checks import test_heads as th
+    from tests.checks import test_kv_cache as tk
+    from tests.checks import test_pretrained as tp
 
     ring_slot = lambda p, w, s: p if p < s else s + (p - s) % w            # noqa: E731
     return {

@@ -3,7 +3,6 @@ the controls keep their values, the Chinese labels fit where the English ones di
 finds a CJK font (or warns once that it cannot)."""
 from __future__ import annotations
 
-import ast
 import html
 import re
 import unicodedata
@@ -308,82 +307,6 @@ def test_a_refused_control_value_is_reported_in_chinese():
     ex = widgets.mask_explorer(pattern="documents")
     ex.controls["doc_ids"].value = "0 0 x"
     assert ex.error and "doc_ids" in ex.error and CJK.search(ex.message.value)
-
-
-# --- no text of the explorers and figures is left unmarked ---------------------------------------
-
-UI_MODULES = ["plots.py", *(f"widgets/{p.name}" for p in sorted((ROOT / "attnlab" / "widgets").glob("*.py"))
-                            if p.name != "__init__.py")]
-UI_KEYWORDS = {"description", "title", "xlabel", "ylabel", "label"}
-# Literals a reader sees that have no words to translate: symbols, units, numbers and code names.
-SYMBOLS = {"", "d_k", "log₁₀ τ", "dtype", "q", "MQA (H_kv=1)", "[PAD]", "softmax", "soft→mask", "T"}
-
-
-def unmarked_ui_texts(source: str) -> list[str]:
-    """String literals shown as a label, title, control description, option, note or SVG text
-    (``svg.text(x, y, "...")``) that are not inside _() or N_()."""
-    found = []
-
-    def literals(node):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("_", "N_"):
-            return
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            if node.value not in SYMBOLS and re.search("[A-Za-z]{2}", node.value):
-                found.append(f"line {node.lineno}: {node.value[:50]!r}")
-            return
-        if isinstance(node, ast.JoinedStr):
-            text = "".join(v.value for v in node.values if isinstance(v, ast.Constant))
-            if re.search("[A-Za-z]{3}", text):
-                found.append(f"line {node.lineno}: {ast.unparse(node)[:50]}")
-            return
-        for child in ast.iter_child_nodes(node):
-            literals(child)
-
-    def option_labels(node):               # options: labels, or (label, value) pairs whose values stay
-        if isinstance(node, ast.Tuple) and len(node.elts) == 2:
-            literals(node.elts[0])
-        elif isinstance(node, (ast.List, ast.Tuple)):
-            for elt in node.elts:
-                option_labels(elt)
-        elif isinstance(node, ast.ListComp):
-            option_labels(node.elt)
-        else:
-            literals(node)
-
-    for node in ast.walk(ast.parse(source)):
-        if not isinstance(node, ast.Call):
-            continue
-        for kw in node.keywords:
-            if kw.arg in UI_KEYWORDS:
-                literals(kw.value)
-            elif kw.arg == "options":
-                option_labels(kw.value)
-        func = node.func
-        if isinstance(func, ast.Attribute) and func.attr == "text" and len(node.args) >= 3:
-            literals(node.args[2])
-        if isinstance(func, ast.Attribute) and func.attr in ("set_title", "set_xlabel", "set_ylabel") and node.args:
-            literals(node.args[0])
-        if isinstance(func, ast.Name) and func.id == "note" and node.args:
-            literals(node.args[0])
-    return found
-
-
-def test_the_ui_scan_finds_unmarked_labels_and_accepts_marked_ones():
-    assert unmarked_ui_texts('W.IntSlider(description="layers")')
-    assert unmarked_ui_texts('svg.text(1, 2, f"sentence {b}", size=9)')
-    assert unmarked_ui_texts('W.ToggleButtons(options=["no mask", "mask v1"])')
-    assert unmarked_ui_texts('ax.plot(x, y, label="output")')
-    assert not unmarked_ui_texts('W.IntSlider(description=_("layers"))')
-    assert not unmarked_ui_texts('svg.text(1, 2, _("sentence {b}").format(b=b), size=9)')
-    assert not unmarked_ui_texts('W.Dropdown(description="d_k", options=[(_(LABELS[p]), p) for p in P])')
-    assert not unmarked_ui_texts('svg.text(1, 2, f"{w:.2f}", size=9)')
-    assert not unmarked_ui_texts('W.ToggleButtons(options=[(_("right"), "right"), (_("left"), "left")])')
-    assert unmarked_ui_texts('W.ToggleButtons(options=[("right", "right")])')
-
-
-@pytest.mark.parametrize("module", UI_MODULES)
-def test_no_label_of_an_explorer_or_a_figure_is_left_unmarked(module):
-    assert unmarked_ui_texts((ROOT / "attnlab" / module).read_text()) == []
 
 
 # --- matplotlib: a CJK font in Chinese, one warning without one ---------------------------------

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import polib
 import pytest
-from test_pdf import ROOT, WIDGET_REPRS, flat, poppler, skip_or_fail, title, toc_documents
+
+from tests.test_pdf import ROOT, WIDGET_REPRS, flat, poppler, skip_or_fail, title, toc_documents
 
 PDF = ROOT / "_build" / "pdf" / "attention-computed-zh.pdf"
 LATEX_LOG = ROOT / "_build" / "zh" / "_build" / "latex" / "attention-computed-zh.log"

@@ -89,7 +89,7 @@ ALTERNATIVES = {"softmax": ("softmax",), "token": ("token",)}
 @pytest.mark.parametrize("catalog", CATALOGS, ids=lambda p: str(p.relative_to(ROOT / "locale")))
 def test_every_translation_uses_the_glossary_terms(catalog):
     polib = pytest.importorskip("polib")
-    from test_glossary import glossary
+    from tests.test_glossary import glossary
 
     terms = glossary()
     problems = [f"{entry.msgid[:60]!r}: {p}"

@@ -199,7 +199,7 @@ def _text(text: str, indent: int) -> str:
 
 
 def _marked(text: str, indent: int) -> str:
-    """``text`` as an N_() call, so that tools/compile_messages.py extracts it for the translators."""
+    """``text`` as an N_() call, so that bookbuild.i18n.catalogs extracts it for the translators."""
     literal = _text(text, indent + 2)
     return f"N_{literal}" if literal.startswith("(") else f"N_({literal})"
 

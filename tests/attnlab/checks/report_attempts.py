@@ -12,9 +12,11 @@ import pathlib
 import sys
 
 HERE = pathlib.Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+ROOT = HERE.parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.append(str(ROOT))      # after any other checkout on PYTHONPATH: its attnlab wins
 
-import attempts  # noqa: E402
+from tests.attnlab.checks import attempts  # noqa: E402
 
 
 def run_all():
@@ -27,7 +29,7 @@ def run_all():
         attempts.RECORD.append((attempts.Attempt(exercise, what, mistake, fragment, judged), result))
 
     for path in sorted(HERE.glob("test_attempts_ex*.py")):
-        module = importlib.import_module(path.stem)
+        module = importlib.import_module(f"tests.attnlab.checks.{path.stem}")
         module.expect = record_only
         for name in sorted(dir(module)):
             if name.startswith("test_"):

@@ -1,9 +1,9 @@
 """A wrong numeric answer that a simple slip explains gets a hint that points somewhere, computed from the
 fingerprints alone (the package never stores the answer)."""
 import pytest
-from checks.support import assert_diagnosis
 
 import attnlab.checks as C
+from tests.checks.support import assert_diagnosis
 
 SLIPS = [   # (question, a wrong value, what the hint must say); right values: 9, 1024, 2**23, 16, 64
     ("masks.keys_visible_5_6", 8, "one less than the right one"),

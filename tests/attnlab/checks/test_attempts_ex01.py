@@ -1,9 +1,10 @@
 """Wrong attempts at sheet 1 (queries, keys and values), each with the diagnosis it must get."""
 import numpy as np
 import torch
-from attempts import expect
 
 import attnlab.checks as C
+
+from .attempts import expect
 
 
 def softmax(s):

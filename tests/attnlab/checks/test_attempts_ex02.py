@@ -1,9 +1,10 @@
 """Wrong attempts at sheet 2 (scaling, softmax and dropout), each with the diagnosis it must get."""
 import numpy as np
 import scipy.special
-from attempts import expect
 
 import attnlab.checks as C
+
+from .attempts import expect
 
 
 def test_exercise_2_3_softmax():

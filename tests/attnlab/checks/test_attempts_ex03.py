@@ -3,9 +3,10 @@ import math
 
 import numpy as np
 import torch
-from attempts import expect
 
 import attnlab.checks as C
+
+from .attempts import expect
 
 
 def test_exercise_3_1_causal_mask():

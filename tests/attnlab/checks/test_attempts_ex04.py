@@ -2,9 +2,10 @@
 import numpy as np
 import torch
 import torch.nn.functional as F
-from attempts import expect
 
 import attnlab.checks as C
+
+from .attempts import expect
 
 
 def _empty_rows(q, k, allowed):

@@ -4,9 +4,10 @@ import math
 import numpy as np
 import torch
 import torch.nn.functional as F
-from attempts import expect
 
 import attnlab.checks as C
+
+from .attempts import expect
 
 
 def test_exercise_6_1_split_heads():

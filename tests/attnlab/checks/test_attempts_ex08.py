@@ -1,9 +1,10 @@
 """Wrong attempts at sheet 8 (cost and the online softmax), each with the diagnosis it must get."""
 import numpy as np
-from attempts import expect
 
 import attnlab as al
 import attnlab.checks as C
+
+from .attempts import expect
 
 
 def test_exercise_8_2_kv_cache_bytes():

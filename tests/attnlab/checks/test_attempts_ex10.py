@@ -1,8 +1,9 @@
 """Wrong attempts at sheet 10 (structure), each with the diagnosis it must get."""
 import numpy as np
-from attempts import expect
 
 import attnlab.checks as C
+
+from .attempts import expect
 
 
 def test_exercise_10_1_equivariance_test():

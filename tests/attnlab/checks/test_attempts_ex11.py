@@ -2,11 +2,12 @@
 import dataclasses
 
 import numpy as np
-from attempts import expect
 
 import attnlab as al
 import attnlab.checks as C
 from attnlab import pretrained as pt
+
+from .attempts import expect
 
 
 def _head_qk(x, p, h, width=None):

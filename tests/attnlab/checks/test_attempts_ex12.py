@@ -1,8 +1,9 @@
 """Wrong attempts at sheet 12 (making the KV cache small), each with the diagnosis it must get."""
 import numpy as np
-from attempts import expect
 
 import attnlab.checks as C
+
+from .attempts import expect
 
 
 def test_exercise_12_1_ring_slot():

@@ -1,8 +1,8 @@
 """Diagnoses found from properties or from what a student's test tried, each with an independent wrong function."""
 import numpy as np
-from checks.support import assert_diagnosis
 
 import attnlab.checks as C
+from tests.checks.support import assert_diagnosis
 
 
 def test_dropout_dividing_by_p_gives_inf_at_p_zero():

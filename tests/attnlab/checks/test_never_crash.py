@@ -3,11 +3,11 @@ import time
 
 import numpy as np
 import pytest
-from checks.support import assert_diagnosis, np_softmax
 
 import attnlab as al
 import attnlab.checks as C
 from attnlab.checks import limits
+from tests.checks.support import assert_diagnosis, np_softmax
 
 
 @pytest.mark.parametrize("timeout", [0, -1, "abc", float("nan"), float("inf"), True, [1]])

@@ -1,6 +1,6 @@
 """What each test module checks, in one line: its docstring's first paragraph.
 
-checking.md lists the test suite with these lines; tools/compile_messages.py puts them into the
+checking.md lists the test suite with these lines; ``bookbuild.i18n.catalogs`` puts them into the
 pages' catalog (attnlab/locale/*/LC_MESSAGES/pages.po), so the Chinese edition shows them in
 Chinese and a changed docstring marks its translation fuzzy.
 """
@@ -22,6 +22,6 @@ def summary(path: pathlib.Path) -> str:
     return FILE_NAME.sub(r"`\1`", first).replace("|", "\\|")
 
 
-def test_modules(root: pathlib.Path = ROOT) -> list[pathlib.Path]:
+def suite_modules(root: pathlib.Path = ROOT) -> list[pathlib.Path]:
     """The test suite's modules, as pytest finds them (tests/**/test_*.py)."""
     return sorted((root / "tests").rglob("test_*.py"))
