@@ -193,7 +193,7 @@ def head_weights_transposed_weights(x, p, h, valid):
 
 
 @model("no_query_bias", N_("the query bias b_Q is missing: q = x W_Q + b_Q (its slice for head h). It adds b_Q k_j^T "
-       "to the scores, which depends on the key j, so it changes the weights. (The key bias does not: exercise 2.)"))
+       "to the scores, which depends on the key j, so it changes the weights. (The key bias does not: Exercise 11.2.)"))
 def head_weights_without_query_bias(x, p, h, valid):
     sl, d_k = _head(p, h)
     return _weights(x @ p.w_q[:, sl], x @ p.w_k[:, sl], valid, 1 / np.sqrt(d_k))
@@ -288,7 +288,7 @@ def check_head_weights(run, fn):
     return run.passed(_("All {n_cases} cases match attnlab's attention on head h's slice of Q and "
                         "K, with the biases, the 1/sqrt(d_head) scaling and the padded keys "
                         "masked, on every real query. (Whether you added b_K makes no difference: "
-                        "the exercise on the key bias says why.)").format(n_cases=len(cases)))
+                        "Exercise 11.2 says why.)").format(n_cases=len(cases)))
 
 
 # ------------------------------------------------------------------------------- check: [CLS]/[SEP] share
