@@ -449,7 +449,7 @@ def test_check_answer_speaks_chinese_with_the_question_described_in_chinese():
              ("cost.attn_bytes_2k", "8 MB"), ("no.such_question", 1)]
     english = [checks.check_answer(*call) for call in calls]
     assert [r.status for r in english] == ["not attempted yet", "passed", "failed", "failed", "failed"]
-    assert english[1].message.startswith("Correct: the variance") and "1024" in english[1].message
+    assert english[1].message.startswith("Correct: Exercise 2.1: the variance") and "1024" in english[1].message
     i18n.set_language("zh_CN")
     chinese = [checks.check_answer(*call) for call in calls]
     for zh, en in zip(chinese, english):
