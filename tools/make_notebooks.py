@@ -80,6 +80,8 @@ def _role(match: re.Match, w: dict) -> str:
         label = body.strip("/").split("/")[-1]
         if label in names:
             return names[label]
+        if label in w.get("labels", {}):                      # "Exercise 1.6"
+            return w["labels"][label]
         if label.startswith("ex-") and "ch-" + label[3:] in names:
             return w["exercises of"].format(names["ch-" + label[3:]])
         return label
@@ -140,14 +142,15 @@ def _directive(match: re.Match, base: pathlib.Path | None, w: dict, numbering: l
 
 
 def jupyter_markdown(text: str, keep_solution_links: bool = False, base: pathlib.Path | None = None,
-                     lang: str = "en", numbering: list | None = None) -> str:
+                     lang: str = "en", numbering: list | None = None, labels: dict | None = None) -> str:
     """Translate the MyST of one markdown cell into what plain Jupyter renders.
 
     ``base`` is the page's folder, used to resolve ``literalinclude`` paths; ``lang`` the
     language of the words the conversion writes itself (the text is translated before, if at all);
-    ``numbering`` ``[sheet, exercises so far]`` numbers the exercise headings as the book does.
+    ``numbering`` ``[sheet, exercises so far]`` numbers the exercise headings as the book does;
+    ``labels`` (from :func:`exercise_labels`) turns a reference to an exercise into its number.
     """
-    w = words(lang)
+    w = {**words(lang), "labels": labels or {}}
     if not keep_solution_links:
         text = re.sub(r"^\{ref\}`[^`]*<sol-[^>]+>`\s*$\n?", "", text, flags=re.M)
         text = re.sub(w["worked solutions"], "", text)
@@ -164,6 +167,20 @@ def jupyter_markdown(text: str, keep_solution_links: bool = False, base: pathlib
     return text.strip() + "\n"
 
 
+def exercise_labels(folder: pathlib.Path, lang: str = "en") -> dict:
+    """{"ex-qkv-tied": "Exercise 1.6", ...} for every sheet in ``folder``: the sheet's number, then
+    the exercise's place on it, as _ext/sheet_numbers.py numbers them in the book."""
+    found = {}
+    for sheet in sorted(folder.glob("ex[0-9][0-9]_*.md")):
+        number = int(sheet.name[2:4])
+        blocks = re.findall(r"^:{3,}\{exercise(?:-start)?\}.*\n(?::[\w-]+:.*\n)*", sheet.read_text(), re.M)
+        for place, block in enumerate(blocks, start=1):
+            label = re.search(r"^:label:\s*(\S+)", block, re.M)
+            if label:
+                found[label.group(1)] = f"{words(lang)['exercise']} {number}.{place}"
+    return found
+
+
 def to_notebook(path: pathlib.Path, keep_solution_links: bool = False, lang: str = "en") -> nbformat.NotebookNode:
     """The page as a plain Jupyter notebook; for ``lang`` "zh_CN" its prose from the page's catalog."""
     words(lang)
@@ -171,12 +188,14 @@ def to_notebook(path: pathlib.Path, keep_solution_links: bool = False, lang: str
     nb = jupytext.read(path, fmt="md:myst")
     sheet = re.match(r"ex(\d\d)_", path.name)
     numbering = [int(sheet.group(1)), 0] if sheet else None
+    labels = exercise_labels(path.parent, lang) if sheet else {}
     cells = []
     for cell in _one_written_question_a_cell(nb.cells) if sheet else nb.cells:
         written = cell.cell_type == "markdown" and sheet and re.search(r"^:::\{exercise\}", cell.source, re.M)
         if cell.cell_type == "markdown":
             source = translate_markdown(cell.source, catalog)
-            cell.source = jupyter_markdown(source, keep_solution_links, path.parent, lang, numbering).rstrip("\n")
+            cell.source = jupyter_markdown(source, keep_solution_links, path.parent, lang, numbering,
+                                           labels).rstrip("\n")
             if not cell.source.strip():
                 continue
         else:
