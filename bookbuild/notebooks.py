@@ -52,7 +52,8 @@ WORDS = {
     "en": {"chapters": CHAPTER_NAMES, "titles": _TITLES, "exercises of": "the exercises of {}",
            "equation": "(the equation above)", "figure": "the figure", "exercise": "Exercise",
            "solution": "Solution", "heading": "### {kind}: {title}", "proof": "*Proof.*",
-           "box": "**{title} ({arg}).**", "stop": ".", "worked solutions": r"Worked solutions:\s*\{ref\}`[^`]+`\.?"},
+           "box": "**{title} ({arg}).**", "stop": ".", "worked solutions": r"Worked solutions:\s*\{ref\}`[^`]+`\.?",
+           "answer": "*Your answer:*"},
     "zh_CN": {"chapters": {**{f"ch-{k}": f"第 {i} 章" for i, k in enumerate(
                   ["qkv", "scaling", "masks", "worked", "backprop", "multihead", "cost", "structure",
                    "pretrained", "kvcache"], start=1)}, "notation": "记号与约定", "glossary": "术语表"},
@@ -63,7 +64,8 @@ WORDS = {
               "exercises of": "{}的练习", "equation": "（上面的公式）", "figure": "该图", "exercise": "练习",
               "solution": "解答", "heading": "### {kind}：{title}", "proof": "*证明：*",
               "box": "**{title}（{arg}）**", "stop": "",
-              "worked solutions": r"(?:详细解答|完整解答|解答详见)[：:]?\s*\{ref\}`[^`]+`。?"},
+              "worked solutions": r"(?:详细解答|完整解答|解答详见)[：:]?\s*\{ref\}`[^`]+`。?",
+              "answer": "*你的答案：*"},
 }
 # attnlab.i18n.set_language (the package does not export it at the top level)
 SET_LANGUAGE = 'from attnlab.i18n import set_language\n\nset_language("{lang}")   # attnlab\'s messages'
@@ -87,6 +89,8 @@ def _role(match: re.Match, w: dict, titles: dict | None = None, glued: dict | No
             return titles[label]
         if label in names:
             return names[label]
+        if label in w.get("labels", {}):                      # "Exercise 1.6"
+            return w["labels"][label]
         if label.startswith("ex-") and "ch-" + label[3:] in names:
             return w["exercises of"].format(names["ch-" + label[3:]])
         return label
@@ -130,12 +134,20 @@ def _source_of(path: pathlib.Path, pyobject: str | None) -> str:
     return text
 
 
-def _directive(match: re.Match, base: pathlib.Path | None, w: dict) -> str:
+def _kind(name: str, w: dict, numbering: list | None) -> str:
+    """"Exercise 3.2" for the next exercise of sheet 3 (the book's numbering, _ext/sheet_numbers.py)."""
+    if name != "exercise" or not numbering:
+        return w[name]
+    numbering[1] += 1
+    return f"{w[name]} {numbering[0]}.{numbering[1]}"
+
+
+def _directive(match: re.Match, base: pathlib.Path | None, w: dict, numbering: list | None = None) -> str:
     indent, name, arg = match.group("indent"), match.group("name"), match.group("arg").strip()
     opts = dict(re.findall(r":([\w-]+):[ \t]*(.*)", match.group("opts")))
     body = match.group("body").rstrip()
     if name in ("exercise", "solution"):
-        return f"{indent}{w['heading'].format(kind=w[name], title=arg)}\n\n{body}\n"
+        return f"{indent}{w['heading'].format(kind=_kind(name, w, numbering), title=arg)}\n\n{body}\n"
     if name == "dropdown":
         return f"{indent}<details><summary>{arg}</summary>\n\n{body}\n\n{indent}</details>"
     if name == "math":
@@ -154,24 +166,27 @@ def _directive(match: re.Match, base: pathlib.Path | None, w: dict) -> str:
 
 
 def jupyter_markdown(text: str, keep_solution_links: bool = False, base: pathlib.Path | None = None,
-                     lang: str = "en", glued: dict | None = None) -> str:
+                     lang: str = "en", glued: dict | None = None, numbering: list | None = None,
+                     labels: dict | None = None) -> str:
     """Translate the MyST of one markdown cell into what plain Jupyter renders.
 
     ``base`` is the page's folder, used to resolve ``literalinclude`` paths; ``lang`` the
     language of the words the conversion writes itself and of the titles references show (the text
-    is translated before, if at all); ``glued`` the values the page glued ({key: mime bundle}).
+    is translated before, if at all); ``glued`` the values the page glued ({key: mime bundle});
+    ``numbering`` ``[sheet, exercises so far]`` numbers the exercise headings as the book does;
+    ``labels`` (from :func:`exercise_labels`) turns a reference to an exercise into its number.
     """
-    w = words(lang)
+    w = {**words(lang), "labels": labels or {}}
     if not keep_solution_links:
         text = re.sub(r"^\{ref\}`[^`]*<sol-[^>]+>`\s*$\n?", "", text, flags=re.M)
         text = re.sub(w["worked solutions"], "", text)
     text = re.sub(r"^\(([\w-]+)\)=\s*$\n?", "", text, flags=re.M)                       # targets
     text = re.sub(r":::\{(exercise|solution)-start\}\s*(.*)\n(?::[\w-]+:.*\n)*:::\s*",
-                  lambda m: w["heading"].format(kind=w[m.group(1)], title=m.group(2)) + "\n\n" if m.group(2) else "",
-                  text)
+                  lambda m: w["heading"].format(kind=_kind(m.group(1), w, numbering), title=m.group(2)) + "\n\n"
+                  if m.group(2) else "", text)
     text = re.sub(r":::\{(exercise|solution)-end\}\s*\n:::\s*\n?", "", text)
     for _ in range(5):                                       # nested directives, outermost first
-        text, n = _DIRECTIVE.subn(lambda m: _directive(m, base, w), text)
+        text, n = _DIRECTIVE.subn(lambda m: _directive(m, base, w, numbering), text)
         if not n:
             break
     text = re.sub(r"\{([\w:-]+)\}`([^`]+)`",
@@ -231,6 +246,20 @@ def glued_values(page: pathlib.Path, lang: str) -> dict:
 
 
 
+def exercise_labels(folder: pathlib.Path, lang: str = "en") -> dict:
+    """{"ex-qkv-tied": "Exercise 1.6", ...} for every sheet in ``folder``: the sheet's number, then
+    the exercise's place on it, as _ext/sheet_numbers.py numbers them in the book."""
+    found = {}
+    for sheet in sorted(folder.glob("ex[0-9][0-9]_*.md")):
+        number = int(sheet.name[2:4])
+        blocks = re.findall(r"^:{3,}\{exercise(?:-start)?\}.*\n(?::[\w-]+:.*\n)*", sheet.read_text(), re.M)
+        for place, block in enumerate(blocks, start=1):
+            label = re.search(r"^:label:\s*(\S+)", block, re.M)
+            if label:
+                found[label.group(1)] = f"{words(lang)['exercise']} {number}.{place}"
+    return found
+
+
 def to_notebook(path: pathlib.Path, keep_solution_links: bool = False, lang: str = "en",
                 glued: dict | None = None) -> nbformat.NotebookNode:
     """The page as a plain Jupyter notebook; for ``lang`` "zh_CN" its prose from the page's catalog;
@@ -239,22 +268,43 @@ def to_notebook(path: pathlib.Path, keep_solution_links: bool = False, lang: str
     catalog = page_catalog(path, lang) if lang != "en" else {}
     glued = glued_values(path, lang) if glued is None else glued
     nb = jupytext.read(path, fmt="md:myst")
+    sheet = re.match(r"ex(\d\d)_", path.name)
+    numbering = [int(sheet.group(1)), 0] if sheet else None
+    labels = exercise_labels(path.parent, lang) if sheet else {}
     cells = []
-    for cell in nb.cells:
+    for cell in _one_written_question_a_cell(nb.cells) if sheet else nb.cells:
+        written = cell.cell_type == "markdown" and sheet and re.search(r"^:::\{exercise\}", cell.source, re.M)
         if cell.cell_type == "markdown":
             source = translate_markdown(cell.source, catalog)
-            cell.source = jupyter_markdown(source, keep_solution_links, path.parent, lang, glued).rstrip("\n")
+            cell.source = jupyter_markdown(source, keep_solution_links, path.parent, lang, glued, numbering,
+                                           labels).rstrip("\n")
             if not cell.source.strip():
                 continue
         else:
             translate_figure_caption(cell.metadata, catalog)
         cells.append(cell)
+        if written:              # a written question: a cell for the answer after it
+            cells.append(nbformat.v4.new_markdown_cell(words(lang)["answer"]))
     if lang != "en":
         cells.insert(0, language_cell(lang))
     nb.cells = cells
     nb.metadata.pop("jupytext", None)
     nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
     return nb
+
+
+def _one_written_question_a_cell(cells):
+    """Markdown cells split before each written question (a plain ``{exercise}`` block), so that each
+    gets its own answer cell after it."""
+    for cell in cells:
+        if cell.cell_type != "markdown":
+            yield cell
+            continue
+        starts = [m.start() for m in re.finditer(r"^:::\{exercise\}", cell.source, re.M)]
+        bounds = sorted({0, *starts, len(cell.source)})
+        for a, b in zip(bounds, bounds[1:]):
+            if cell.source[a:b].strip():
+                yield nbformat.v4.new_markdown_cell(cell.source[a:b].strip("\n"))
 
 
 def language_cell(lang: str) -> nbformat.NotebookNode:

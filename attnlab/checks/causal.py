@@ -1,4 +1,8 @@
-"""Checkers for causal attention with a query offset (torch) and for a future-leak test (NumPy)."""
+"""Checkers for causal attention with a query offset (torch) and for a future-leak test (NumPy).
+
+Causal attention may use PyTorch's SDPA (the sheet suggests comparing with it) but not attnlab's own
+attention (:data:`ATTNLAB_ATTENTION`).
+"""
 from __future__ import annotations
 
 import numpy as np
@@ -7,9 +11,13 @@ from .. import masks
 from .. import reference as ref
 from ..i18n import N_, _
 from . import seeds
+from .diagnosis import Trial
 from .engine import FLOAT32, Mistake, close, describe_difference, error_hint, models, run_model
 from .kernels import attend, softmax, swap
 from .registry import checker
+
+ATTNLAB_ATTENTION = ("attnlab.torch_ops.attention.attention", "attnlab.reference.attention",
+                     "attnlab.torch_ops.chunked.chunked_attention")
 
 
 def _positions(T, S, offset):
@@ -80,6 +88,19 @@ def causal_mask_after_softmax(q, k, v, offset=0):
 @model("no_scale", N_("missing scaling: divide the scores by sqrt(d_k) before the softmax."))
 def causal_without_scale(q, k, v, offset=0):
     return attend(q, k, v, _causal(q, k, offset), scale=1.0)
+
+
+@model("scale_by_d_k", N_("wrong scaling: you divided by d_k; divide by sqrt(d_k)."))
+def causal_scale_by_d_k(q, k, v, offset=0):
+    return attend(q, k, v, _causal(q, k, offset), scale=1 / q.shape[-1])
+
+
+@model("mask_inverted", N_("mask polarity inverted: `masked_fill(mask, -inf)` fills where the mask is True, so with "
+       "a True = may-read mask you forbade the past and allowed the future (and the last query, which may read "
+       "everything, has nothing left: nan). Fill where the mask is False: `masked_fill(~allowed, -inf)`."))
+def causal_mask_inverted(q, k, v, offset=0):
+    i, j = _positions(q.shape[-2], k.shape[-2], offset)
+    return attend(q, k, v, j > i)
 
 
 @model("wrong_axis", N_("softmax over the wrong axis: normalise over keys (`dim=-1`), not over queries."))
@@ -163,6 +184,8 @@ def _cases():
          randn(7, 2), 4),
         (N_("T = 3 queries at positions 2..4 while the keys already reach position 7 (S = 8, query_offset = 2)"),
          randn(2, 3, 4), randn(2, 8, 4), randn(2, 8, 3), 2),
+        (N_("T = 2 queries at positions 1..2 while the keys reach position 5 (S = 6, query_offset = 1)"),
+         randn(2, 3), randn(6, 3), randn(6, 2), 1),
         (N_("large scores (about +-1000) with T = 3, S = 4, query_offset = 1"), big_q,
          randn(4, 4).abs() + 0.5, randn(4, 2), 1),
     ]
@@ -201,34 +224,39 @@ def _run(run, fn, case, q, k, v, offset, **kwargs):
 
 
 @checker(N_("causal attention"), CAUSAL_MISTAKES + DROPOUT_MISTAKES + [WEIGHTS_AFTER_DROPOUT, WEIGHTS_WRONG,
-                                                                   FUTURE_WEIGHTS, FUTURE_TEST, NOT_A_PAIR])
+                                                                   FUTURE_WEIGHTS, FUTURE_TEST, NOT_A_PAIR],
+         forbid=ATTNLAB_ATTENTION)
 def check_causal_attention(run, fn):
     """Check ``fn(query, key, value, query_offset=0, dropout=None) -> (output, weights)`` on torch tensors.
 
     Query row i sits at absolute position ``query_offset + i`` and may read keys j <= query_offset + i.
     The reference is ``torch.nn.functional.scaled_dot_product_attention`` with the mask from
     ``al.masks.causal``, compared to float32 rounding; both results must be torch tensors. A
-    deterministic ``dropout`` function is passed once: the output must use the dropped weights and
+    deterministic ``dropout`` function is passed twice: the output must use the dropped weights and
     the returned weights must be those before dropout. A last test changes future keys and values
     and requires the past to stay exactly the same.
     """
     cases = _cases()
-    for case, q, k, v, offset in cases:
+
+    def trial(item):
+        case, q, k, v, offset = item
         T, S = q.shape[-2], k.shape[-2]
         out, weights = _run(run, fn, case, q, k, v, offset)
         got = run.array(out, case, "the output", shape=tuple(q.shape[:-1]) + (v.shape[-1],), kind="torch",
                         dtype="float")
         expected, expected_w = _reference(q, k, v, offset)
-        args = tuple(t.double().numpy() for t in (q, k, v)) + (offset,)
-        run.compare(case, got, expected, CAUSAL_MISTAKES, args=args, tol=FLOAT32, name=N_("the output"))
         w = run.array(weights, case, "the weights", shape=tuple(q.shape[:-1]) + (S,), kind="torch", dtype="float")
-        if (w[..., ~masks.causal(T, S, offset)] != 0).any():
-            run.fail(_("On {case}, some weights on future keys are not exactly 0.").format(
-                case=_(case)), FUTURE_WEIGHTS.name)
-        if not close(w, expected_w, FLOAT32):
-            run.fail(_("On {case}, {explanation}: {value}.").format(
-                case=_(case), explanation=WEIGHTS_WRONG.text[:-1], value=describe_difference(w, expected_w)),
-                     WEIGHTS_WRONG.name)
+        if close(got, expected, FLOAT32):
+            if (w[..., ~masks.causal(T, S, offset)] != 0).any():
+                run.fail(_("On {case}, some weights on future keys are not exactly 0.").format(
+                    case=_(case)), FUTURE_WEIGHTS.name)
+            if not close(w, expected_w, FLOAT32):
+                run.fail(_("On {case}, {explanation}: {value}.").format(
+                    case=_(case), explanation=WEIGHTS_WRONG.text[:-1], value=describe_difference(w, expected_w)),
+                         WEIGHTS_WRONG.name)
+        return Trial(case, got, expected, tuple(t.double().numpy() for t in (q, k, v)) + (offset,))
+
+    run.each_case(cases, trial, CAUSAL_MISTAKES, tol=FLOAT32, name=N_("the output"))
     _dropout_test(run, fn)
     _future_test(run, fn)
     return run.passed(_("All {n_cases} cases match torch's scaled_dot_product_attention with the "
@@ -242,29 +270,37 @@ def check_causal_attention(run, fn):
 def _dropout_test(run, fn):
     torch = _torch()
     g = seeds.torch_generator(12)
-    q, k, v = torch.randn(2, 4, 3, generator=g), torch.randn(2, 6, 3, generator=g), torch.randn(2, 6, 2, generator=g)
-    offset = 2
-    case = (N_("a call with `dropout=` a deterministic stand-in that keeps the entries whose flat index is not a "
-            "multiple of 3 and multiplies them by 1.5 (queries at positions 2..5, S = 6)"))
 
     def dropout(t):
         keep = torch.from_numpy(keep_pattern(tuple(t.shape))).to(t.device)
         return t * keep * 1.5
 
-    out, weights = _run(run, fn, case, q, k, v, offset, dropout=dropout)
-    qd, kd, vd = (t.double().numpy() for t in (q, k, v))
-    w_ref = _weights(qd, kd, offset)
-    got = run.array(out, case, "the output", shape=(2, 4, 2), kind="torch", dtype="float")
-    run.compare(case, got, fake_dropout_numpy(w_ref) @ vd, DROPOUT_MISTAKES, args=(qd, kd, vd, offset),
-                tol=FLOAT32, name=N_("the output"))
-    w = run.array(weights, case, "the weights", shape=(2, 4, 6), kind="torch", dtype="float")
-    if close(w, fake_dropout_numpy(w_ref), FLOAT32):
-        run.fail(_("On {case}, {explanation}").format(
-            case=_(case), explanation=WEIGHTS_AFTER_DROPOUT.text), WEIGHTS_AFTER_DROPOUT.name)
-    if not close(w, w_ref, FLOAT32):
-        run.fail(_("On {case}, {explanation}: {value}.").format(
-            case=_(case), explanation=WEIGHTS_WRONG.text[:-1], value=describe_difference(w, w_ref)),
-                 WEIGHTS_WRONG.name)
+    cases = [(N_("a call with `dropout=` a deterministic stand-in that keeps the entries whose flat index is not a "
+                 "multiple of 3 and multiplies them by 1.5 (queries at positions 2..5, S = 6)"),
+              torch.randn(2, 4, 3, generator=g), torch.randn(2, 6, 3, generator=g), torch.randn(2, 6, 2, generator=g),
+              2),
+             (N_("the same stand-in dropout on queries at positions 0..2 with S = 3"),
+              torch.randn(3, 5, generator=g), torch.randn(3, 5, generator=g), torch.randn(3, 4, generator=g), 0)]
+
+    def trial(item):
+        case, q, k, v, offset = item
+        out, weights = _run(run, fn, case, q, k, v, offset, dropout=dropout)
+        qd, kd, vd = (t.double().numpy() for t in (q, k, v))
+        w_ref = _weights(qd, kd, offset)
+        shape = tuple(q.shape[:-1])
+        got = run.array(out, case, "the output", shape=shape + (v.shape[-1],), kind="torch", dtype="float")
+        w = run.array(weights, case, "the weights", shape=shape + (k.shape[-2],), kind="torch", dtype="float")
+        if close(got, fake_dropout_numpy(w_ref) @ vd, FLOAT32):
+            if close(w, fake_dropout_numpy(w_ref), FLOAT32):
+                run.fail(_("On {case}, {explanation}").format(
+                    case=_(case), explanation=WEIGHTS_AFTER_DROPOUT.text), WEIGHTS_AFTER_DROPOUT.name)
+            if not close(w, w_ref, FLOAT32):
+                run.fail(_("On {case}, {explanation}: {value}.").format(
+                    case=_(case), explanation=WEIGHTS_WRONG.text[:-1], value=describe_difference(w, w_ref)),
+                         WEIGHTS_WRONG.name)
+        return Trial(case, got, fake_dropout_numpy(w_ref) @ vd, (qd, kd, vd, offset))
+
+    run.each_case(cases, trial, DROPOUT_MISTAKES, tol=FLOAT32, name=N_("the output"))
 
 
 def _future_test(run, fn):
@@ -323,6 +359,15 @@ def _leak_pairs():
     return sorted(pairs)
 
 
+TINY_LEAK = N_("causal attention plus a 1e-10 leak from every position")
+
+
+def _feature_leak(x):
+    out = _self_attention(lambda i, j: j <= i)(x)
+    nxt = np.vstack([x[1:, 2:3], np.zeros((1, 1))])                     # (T, 1): feature 2 of position t + 1
+    return out + 0.1 * nxt
+
+
 def _probes():
     probes = [
         (N_("causal self-attention"), _self_attention(lambda i, j: j <= i), False),
@@ -334,9 +379,12 @@ def _probes():
     for a, b in _leak_pairs():
         probes.append((_("causal attention in which only position {a} also reads position {b}").format(a=a, b=b),
                        _self_attention(lambda i, j, a=a, b=b: (j <= i) | ((i == a) & (j == b))), True))
+    for a in (2, 3):       # a leak into the next position only: a test must try every split point t
+        probes.append((_("causal attention in which only position {a} also reads position {b}").format(a=a, b=a + 1),
+                       _self_attention(lambda i, j, a=a: (j <= i) | ((i == a) & (j == a + 1))), True))
     probes += [
-        (N_("causal attention plus a 1e-10 leak from every position"),
-         _self_attention(lambda i, j: j <= i, leak=1e-10), True),
+        (N_("causal attention plus a leak that reads only feature 2 of the next position"), _feature_leak, True),
+        (TINY_LEAK, _self_attention(lambda i, j: j <= i, leak=1e-10), True),
         (N_("causal attention plus a leak through the inputs' mean rounded to 0.01"),
          _self_attention(lambda i, j: j <= i, quantised_leak=0.1), True),
         (N_("causal self-attention with -1e9 filling"), _self_attention(lambda i, j: j <= i, fill=-1e9), False),
@@ -397,14 +445,49 @@ def leak_test_tiny_perturbation(attn, x):
     return False
 
 
-@model("tolerance", N_("your test compares with a tolerance (e.g. `np.allclose`) and misses a tiny leak. Under a "
-       "correct causal mask the future contributes exactly 0, so the past must be bit-identical: use "
-       "`np.array_equal`."))
+@model("tolerance", N_("your test compares with a tolerance (e.g. `np.allclose`, or a largest difference above "
+       "1e-9) and misses a tiny leak. Under a correct causal mask the future contributes exactly 0, so the past "
+       "must be bit-identical: use `np.array_equal`."))
 def leak_test_with_tolerance(attn, x):
     for t in range(x.shape[0] - 1):
         changed = x.copy()
         changed[t + 1:] += 1.0
         if not np.allclose(attn(x)[:t + 1], attn(changed)[:t + 1]):
+            return True
+    return False
+
+
+@model("one_feature", N_("your test changes only one feature (column) of the later positions, so a leak through "
+       "another feature passes unseen. Change every feature of every position after t (e.g. add 1 to the whole "
+       "rows, or draw new random rows)."))
+def leak_test_one_feature(attn, x):
+    for t in range(x.shape[0] - 1):
+        changed = x.copy()
+        changed[t + 1:, 0] += 1.0
+        if not np.array_equal(attn(x)[:t + 1], attn(changed)[:t + 1]):
+            return True
+    return False
+
+
+@model("skips_split_points", N_("your test tries only some split points t (every second one, say), so a leak from "
+       "position t + 1 into position t for a t it skips passes unseen. Try every t from 0 to T - 2."))
+def leak_test_every_second_split(attn, x):
+    for t in range(0, x.shape[0] - 1, 2):
+        changed = x.copy()
+        changed[t + 1:] += 1.0
+        if not np.array_equal(attn(x)[:t + 1], attn(changed)[:t + 1]):
+            return True
+    return False
+
+
+@model("excludes_row_t", N_("after changing the positions after t, your test compares the rows before t only: row t "
+       "itself must stay the same too (a leak from t + 1 into t is the closest one). Compare the rows 0..t, "
+       "`[:t + 1]`."))
+def leak_test_excludes_row_t(attn, x):
+    for t in range(x.shape[0] - 1):
+        changed = x.copy()
+        changed[t + 1:] += 1.0
+        if not np.array_equal(attn(x)[:t], attn(changed)[:t]):
             return True
     return False
 
@@ -441,5 +524,9 @@ def check_leak_test(run, fn):
             run.fail(_("Your verdicts match a classic mistake: {explanation}").format(
                 explanation=mistake.text), mistake.name)
     name, _unused, leaks = next(p for p, v in zip(probes, verdicts) if p[2] != v)
+    if name == TINY_LEAK and not any(v != p[2] for p, v in zip(probes, verdicts) if p[0] != TINY_LEAK):
+        tolerance = next(m for m in LEAK_TEST_MISTAKES if m.name == "tolerance")
+        run.fail(_("Your test misses only the leak of size 1e-10: {explanation}").format(
+            explanation=tolerance.text), tolerance.name)
     run.fail(_("On the probe \"{name}\" your test said {value}; it should say {leaks}.").format(
         name=_(name), value=not leaks, leaks=leaks))

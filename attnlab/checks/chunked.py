@@ -3,7 +3,8 @@
 Besides the values, the checker measures the largest NumPy allocation peak of one call with
 ``tracemalloc`` (NumPy reports its array buffers to it) on a case where the full T x S matrix of
 scores would take 4 MiB and one block of scores 128 KiB: a function that builds the whole matrix
-is told so (a correct one stays near 0.5 MiB).
+is told so (a correct one stays near 0.5 MiB). The online softmax is to be written by hand: attnlab's
+attention and softmax (and its chunked torch path) may not be called (:data:`CHUNKED_LIBRARIES`).
 """
 from __future__ import annotations
 
@@ -12,21 +13,27 @@ import numpy as np
 from .. import reference as ref
 from ..i18n import N_, _
 from . import seeds
+from .diagnosis import Trial
 from .engine import Mistake, error_hint, models
 from .kernels import softmax
 from .registry import checker
 
+CHUNKED_LIBRARIES = ("attnlab.reference.attention", "attnlab.reference.softmax", "attnlab.reference.masked_softmax",
+                     "attnlab.torch_ops.chunked.chunked_attention", "attnlab.torch_ops.attention.attention")
 
-def _online(q, k, v, block, *, rescale_acc=True, rescale_sum=True, use_max=True, divide=True):
+
+def _online(q, k, v, block, *, rescale_acc=True, rescale_sum=True, use_max=True, divide=True, m_start=-np.inf,
+            inverted=False, last_block=True):
     c = 1 / np.sqrt(q.shape[-1])
     T = q.shape[0]
-    m = np.full((T, 1), -np.inf)
+    m = np.full((T, 1), m_start)
     l = np.zeros((T, 1))
     acc = np.zeros((T, v.shape[-1]))
-    for start in range(0, k.shape[0], block):
+    stop = k.shape[0] if last_block else k.shape[0] - block + 1
+    for start in range(0, stop, block):
         s = q @ k[start:start + block].T * c
         m_new = np.maximum(m, s.max(axis=-1, keepdims=True)) if use_max else np.zeros_like(m)
-        alpha = np.exp(m - m_new) if use_max else np.ones_like(m)
+        alpha = (np.exp(m_new - m) if inverted else np.exp(m - m_new)) if use_max else np.ones_like(m)
         p = np.exp(s - m_new)
         l = (l * alpha if rescale_sum else l) + p.sum(axis=-1, keepdims=True)
         acc = (acc * alpha if rescale_acc else acc) + p @ v[start:start + block]
@@ -69,6 +76,26 @@ def chunked_without_final_division(q, k, v, block_size):
     return _online(q, k, v, block_size, divide=False)
 
 
+@model("max_starts_at_zero", N_("your running maximum starts at 0 instead of -inf: for a row whose scores are all "
+       "below about -745, every `np.exp(s - m)` underflows to 0 and the row ends as 0/0 = nan. Start with "
+       "`m = np.full((T, 1), -np.inf)` (and treat exp(-inf - m_new) as 0)."))
+def chunked_max_starts_at_zero(q, k, v, block_size):
+    return _online(q, k, v, block_size, m_start=0.0)
+
+
+@model("rescale_inverted", N_("the rescaling factor is inverted: when the maximum grows from m_old to m_new, multiply "
+       "what you accumulated by exp(m_old - m_new) (at most 1), not by exp(m_new - m_old)."))
+def chunked_rescale_inverted(q, k, v, block_size):
+    return _online(q, k, v, block_size, inverted=True)
+
+
+@model("last_block_dropped", N_("the last, shorter block is skipped: `range(0, S - block_size + 1, block_size)` stops "
+       "before it. Visit `range(0, S, block_size)`; the slice `k[start:start + block_size]` is simply shorter at "
+       "the end."))
+def chunked_last_block_dropped(q, k, v, block_size):
+    return _online(q, k, v, block_size, last_block=False)
+
+
 @model("average_of_blocks", N_("you took a softmax inside each block and averaged the block outputs. Blocks must be "
        "weighted by how much of the row's total exp-mass they hold, which is what the running sum and maximum keep "
        "track of."))
@@ -89,7 +116,7 @@ def _increasing_keys(rng, S, d):
     return rng.normal(size=(S, d)) * 0.5 + np.linspace(0.0, 2.5, S)[:, None]
 
 
-@checker(N_("chunked attention"), CHUNKED_MISTAKES + [FULL_MATRIX])
+@checker(N_("chunked attention"), CHUNKED_MISTAKES + [FULL_MATRIX], forbid=CHUNKED_LIBRARIES)
 def check_chunked_attention(run, fn):
     """Check ``fn(q, k, v, block_size)``: exact attention (no mask) computed over key blocks of ``block_size`` with
     a running maximum and running sum; q (T, d_k), k (S, d_k), v (S, d_v) float64 NumPy arrays, and a float64
@@ -97,7 +124,7 @@ def check_chunked_attention(run, fn):
     rng = seeds.rng(17)
     q = np.abs(rng.normal(size=(3, 4))) + 0.2
     k, v = _increasing_keys(rng, 7, 4), rng.normal(size=(7, 3))
-    big_q = q * 300
+    big_q, low_q, k_pos = q * 300, q * -2000, k - k.min() + 1.5
     cases = [
         (N_("T = 3, S = 7, block_size = 2 (the last block is shorter)"), q, k, v, 2),
         (N_("block_size = 3"), q, k, v, 3),
@@ -105,10 +132,17 @@ def check_chunked_attention(run, fn):
         (N_("block_size = 7 (a single block)"), q, k, v, 7),
         (N_("block_size = 10 (larger than S)"), q, k, v, 10),
         (N_("large scores (several hundred; `np.exp` overflows without a maximum), block_size = 2"), big_q, k, v, 2),
+        (N_("large scores again, block_size = 3"), big_q, k, v, 3),
+        (N_("scores all below -1000 (every `np.exp(s)` underflows), block_size = 2"), low_q, k_pos, v, 2),
+        (N_("scores all below -1000 again, block_size = 4"), low_q, k_pos, v, 4),
     ]
-    for case, q_, k_, v_, block in cases:
+
+    def trial(item):
+        case, q_, k_, v_, block = item
         got = run.array(run.call(fn, case, q_, k_, v_, block, hint=error_hint), case, shape=(q_.shape[0], v_.shape[1]))
-        run.compare(case, got, ref.attention(q_, k_, v_), CHUNKED_MISTAKES, args=(q_, k_, v_, block))
+        return Trial(case, got, ref.attention(q_, k_, v_), (q_, k_, v_, block))
+
+    run.each_case(cases, trial, CHUNKED_MISTAKES)
     T, S, block = 64, 8192, 256
     q_m, k_m, v_m = rng.normal(size=(T, 16)), _increasing_keys(rng, S, 16), rng.normal(size=(S, 16))
     case = _("T = {T}, S = {S}, block_size = {block} (the full matrix would take {mib} MiB)").format(

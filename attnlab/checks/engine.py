@@ -5,13 +5,26 @@ usually a *model*: a deliberately wrong implementation of the same task. :meth:`
 is the one place where a student's output is compared with the reference and, when they differ,
 with the output of every model on the same inputs; the first model the student's output
 reproduces (while the reference does not) names the mistake. A :class:`Check` is created by the
-registry for each run of a checker; it owns the task name and the time limit, and every failure
-ends the run with :class:`Stop`.
+registry for each run of a checker; it owns the task name, the time limit of one call, the budget
+of the whole check, and the entry points the exercise forbids; every failure ends the run with
+:class:`Stop`. A diagnosis is confirmed on the checker's other cases before it is given
+(:mod:`.diagnosis`); when none holds, the message says what kind of difference it is.
+
+The call path, for a process that runs student code on the checker's behalf::
+
+    Check.call(fn, case, *args, forbid=("torch.Tensor.backward", ...), **kwargs)
+
+runs ``fn(*args, **kwargs)`` on copies of the inputs, within the time limit and what is left of the
+budget, with every entry point in ``forbid`` (default: the checker's own list, ``Check.forbid``)
+replaced by a recorder (:func:`.forbidden.recording`, strings only, so the list can cross to a
+sandboxed process as JSON); a recorded call ends the run with the mistake ``forbidden_call``:
+"this exercise asks you to write X yourself; your function called Y".
 """
 from __future__ import annotations
 
 import copy
 import sys
+import time
 import tracemalloc
 import types
 import warnings
@@ -22,7 +35,9 @@ import numpy as np
 
 from ..i18n import N_, _
 from . import result as R
-from .limits import run_limited
+from .diagnosis import confirm, describe_pattern, join
+from .forbidden import entry_point_of, recording
+from .limits import check_budget, run_limited
 
 
 @dataclass(frozen=True)
@@ -43,16 +58,19 @@ class Tolerance:
     atol: float = 1e-8
 
 
-FLOAT64 = Tolerance(1e-6, 1e-8)
+FLOAT64 = Tolerance(1e-9, 1e-12)      # float64 rounding of a different but exact algorithm
 FLOAT32 = Tolerance(1e-4, 1e-5)
+SINGLE = Tolerance(1e-5, 1e-7)        # what a float32 computation of the same numbers reaches
 
 
 class Stop(Exception):
-    """Raised inside a checker to end the run with ``self.result``."""
+    """Raised inside a checker to end the run with ``self.result``; ``unexplained`` marks a difference from the
+    reference that :meth:`Check.compare` could not put down to any mistake."""
 
     def __init__(self, result: R.CheckResult):
         super().__init__(result.message)
         self.result = result
+        self.unexplained = False
 
 
 # ---------------------------------------------------------------------------------------------- values
@@ -174,9 +192,12 @@ def describe_difference(got: np.ndarray, expected: np.ndarray) -> str:
 class Check:
     """One run of one checker: its task name, its time limit, and the helpers every checker uses."""
 
-    def __init__(self, task: str, seconds: float):
+    def __init__(self, task: str, seconds: float, *, budget: float | None = None, forbid=()):
         self.task = task
-        self.seconds = seconds
+        self.seconds = seconds                  # the limit of one call of student code
+        self.budget = check_budget(seconds) if budget is None else budget   # all calls of this check
+        self.forbid = tuple(forbid)             # entry points the exercise asks the student not to call
+        self.spent = 0.0
         self.called: tuple[str, ...] = ()     # forbidden entry points the last call used (see call)
 
     # --- ending the run
@@ -189,27 +210,79 @@ class Check:
 
     # --- calling student code
 
-    def call(self, fn, case: str, *args, hint=None, expect=(), memory: dict | None = None, forbid=(), **kwargs):
-        """Run ``fn(*args, **kwargs)`` on copies of the inputs, under the time limit.
+    def call(self, fn, case: str, *args, hint=None, expect=(), memory: dict | None = None, forbid=None,
+             **kwargs):
+        """Run ``fn(*args, **kwargs)`` on copies of the inputs, under the time limit and the budget.
 
         A stub's ``NotImplementedError`` ends the run as "not attempted yet"; any other exception
         ends it with one line (plus ``hint(err)`` when that gives a likely cause), except an
         instance of ``expect``, which is returned. A change to an input in place is reported.
         With a dict ``memory``, ``memory["peak"]`` receives the peak of memory traced by
         ``tracemalloc`` during the call itself, in bytes above what was allocated before it.
-        ``forbid`` names library entry points the task forbids (dotted, e.g.
-        ``"torch.nn.functional.scaled_dot_product_attention"``): afterwards ``self.called`` lists
-        those the call used, in the order of their first use (:mod:`attnlab.grading.recording`).
-        In grading, ``fn`` lives in the student's sandboxed process and this call goes there
-        (:mod:`attnlab.grading.remote`): same verdicts, with the inputs sent as data.
+        ``forbid``: the entry points (dotted names, see :mod:`.forbidden`) this call may not use;
+        None means the checker's own list ``self.forbid``, ``()`` none; ``self.called`` lists those
+        the call used. In grading, ``fn`` lives in the student's sandboxed process and this call
+        goes there (:mod:`attnlab.grading.remote`): the same verdicts, with the inputs sent as data
+        and the forbidden calls recorded over there.
         """
+        left = self.budget - self.spent
+        if left <= 0:
+            raise Stop(R.budget_spent(self.task, case, self.budget))
+        limit = min(self.seconds, left)
         inputs = [_clone(a) for a in args]
         saved = [_clone(a) for a in inputs]
-        self.called = ()
+        forbid = self.forbid if forbid is None else tuple(forbid)
+        itself = entry_point_of(fn, forbid)
+        if itself is not None:
+            self._forbidden([itself])
+        start, failure = time.perf_counter(), None
         try:
             with np.errstate(all="ignore"), warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                finished, out = self._run(fn, case, inputs, kwargs, memory, tuple(forbid))
+                finished, out = self._run(fn, case, inputs, kwargs, memory, forbid, limit)
+        except BaseException as err:     # judged below, after the forbidden calls
+            failure = err
+        self.spent += time.perf_counter() - start
+        if self.called and not isinstance(failure, NotImplementedError):
+            self._forbidden(list(self.called))
+        if failure is not None:
+            return self._failed_call(failure, case, hint, expect)
+        if not finished:
+            if limit < self.seconds:
+                raise Stop(R.budget_spent(self.task, case, self.budget))
+            raise Stop(R.timed_out(self.task, case, self.seconds, still_running=out))
+        for position, (now, before) in enumerate(zip(inputs, saved)):
+            if not _same(now, before):
+                self.fail(_("On {case}, your function changed its input number {number} in place (for "
+                            "example `x -= x.max(...)` or `x[...] = ...`). Work on a new array instead: "
+                            "`x = x - x.max(...)`.").format(case=_(case), number=position + 1), "changes_input")
+        return out
+
+    def _run(self, fn, case, inputs, kwargs, memory, forbid, limit):
+        """``(finished, value)``: ``fn`` run here under ``recording``, or in the student's process."""
+        self.called = ()
+        remote = getattr(fn, "__attnlab_remote__", None)     # grading: the student's process runs fn
+        if remote is not None:
+            return remote.call(self, case, inputs, kwargs, memory, forbid)
+        spaces = [fn.__globals__] if isinstance(getattr(fn, "__globals__", None), dict) else []
+        with recording(forbid, spaces) as called:
+            try:
+                if memory is None:
+                    return run_limited(fn, inputs, kwargs, limit)
+                return _traced(memory, run_limited, fn, inputs, kwargs, limit)
+            finally:
+                self.called = tuple(called)
+
+    def _forbidden(self, names: list):
+        shown = ", ".join(f"`{n}`" for n in names)
+        self.fail(_("This exercise ({task}) asks you to write the computation yourself; your function called "
+                    "{names}. Use that only to compare with afterwards.").format(task=_(self.task), names=shown),
+                  "forbidden_call")
+
+    def _failed_call(self, failure: BaseException, case: str, hint, expect):
+        """The result of a call that raised ``failure``: a Stop, or ``failure`` itself if it is expected."""
+        try:
+            raise failure
         except NotImplementedError:
             raise Stop(R.not_attempted(self.task)) from None
         except Stop:
@@ -227,27 +300,8 @@ class Check:
                 case=_(case), error=type(err).__name__, text=one_line(err))
             extra = hint(err) if hint else None
             self.fail(message + (_("\nHint: {hint}").format(hint=extra) if extra else ""))
-        if not finished:
-            raise Stop(R.timed_out(self.task, case, self.seconds, still_running=out))
-        for position, (now, before) in enumerate(zip(inputs, saved)):
-            if not _same(now, before):
-                self.fail(_("On {case}, your function changed its input number {number} in place (for "
-                            "example `x -= x.max(...)` or `x[...] = ...`). Work on a new array instead: "
-                            "`x = x - x.max(...)`.").format(case=_(case), number=position + 1), "changes_input")
-        return out
-
-    def _run(self, fn, case, inputs, kwargs, memory, forbid):
-        remote = getattr(fn, "__attnlab_remote__", None)     # grading: the student's process runs fn
-        if remote is not None:
-            return remote.call(self, case, inputs, kwargs, memory, forbid)
-        from ..grading.recording import recording
-        with recording(forbid, [getattr(fn, "__globals__", None)]) as called:
-            if memory is None:
-                result = run_limited(fn, inputs, kwargs, self.seconds)
-            else:
-                result = _traced(memory, run_limited, fn, inputs, kwargs, self.seconds)
-        self.called = tuple(called)
-        return result
+        except BaseException:     # KeyboardInterrupt and the like belong to the person, not the check
+            raise
 
     # --- reading what came back
 
@@ -331,30 +385,120 @@ class Check:
 
     def compare(self, case: str, got, reference, mistakes=(), args=(), kwargs=None, *,
                 tol: Tolerance | None = FLOAT64, name: str = N_("the output"), pick=None, fallback: str = "",
-                what: str = "output") -> None:
+                what: str = "output", others=(), explain=None, properties=()) -> None:
         """Stop the run with a diagnosis unless ``got`` matches ``reference``.
 
         ``tol=None`` compares exactly (masks, counts, verdicts). ``pick(output)`` selects the part
-        of a model's output to compare (one gradient of a triple, say).
+        of a model's output to compare (one gradient of a triple, say). ``others``: the checker's
+        other cases as :class:`~.diagnosis.Trial` s (lazily: see :meth:`each_case`), on which a
+        mistake that matches here is confirmed or refuted before it is named. ``explain(got,
+        reference)``: a sentence about the difference when no mistake holds (default: its pattern).
+        ``properties``: pairs ``(mistake, test(got, reference, args))`` for mistakes without a model,
+        tried when no model holds.
         """
         same = exactly_equal if tol is None else (lambda a, b: close(a, b, tol))
         if same(got, reference):
             return
-        found = matching_mistakes(got, reference, mistakes, args, kwargs, same, pick)
+        found = matching_mistakes(got, reference, mistakes, args, kwargs, same, pick, variants=True)
+        verdict = confirm(found, others, same, run_model, pick)
         case, name = _(case), _(name)
-        if len(found) == 1:
-            self.fail(_("On {case}, {name} matches a classic mistake: {explanation}").format(
-                case=case, name=name, explanation=found[0].text), found[0].name)
-        if found:      # different mistakes that give the same numbers here: name them all, first one first
-            self.fail(_("On {case}, {name} matches {n} classic mistakes that give the same numbers here. ").format(
-                case=case, name=name, n=len(found)) + _(" Or: ").join(m.text for m in found), found[0].name)
+        label = _("Case: {case}.").format(case=case) + "\n"
+        survivors = one_per_name(verdict.survivors)
+        if len(survivors) == 1:
+            also = verdict.confirmed_on.get(survivors[0].name)
+            text = (_("{name} matches a classic mistake (the same on {other}): {explanation}") if also else
+                    _("{name} matches a classic mistake (on this case; no other case could confirm it): "
+                      "{explanation}"))
+            other = _(also) if also else ""
+            self.fail(label + _capital(text.format(name=name, other=other, explanation=survivors[0].text)),
+                      survivors[0].name)
+        if survivors:      # different mistakes that give the same numbers on every case: name them all
+            self.fail(label + _capital(_("{name} matches {n} classic mistakes that give the same numbers here. ")
+                                       .format(name=name, n=len(survivors)))
+                      + _(" Or: ").join(m.text for m in survivors), survivors[0].name)
+        for mistake, test in properties:
+            if _holds(test, got, reference, args):
+                self.fail(label + _capital(mistake.text), mistake.name)
+        if tol is not None and tol.rtol <= FLOAT64.rtol:
+            self.single_precision(label, got, reference)
         if tol is None:      # the first differing entry, as a whole sentence
-            text = _("On {case}, {name} differs from the reference: {difference}").format(
-                case=case, name=name, difference=_first_difference(got, reference))
+            text = _capital(_("{name} differs from the reference: {difference}").format(
+                name=name, difference=_first_difference(got, reference)))
+            if np.asarray(got).dtype == bool or np.asarray(got).ndim == 0:
+                explain = explain or (lambda got, reference: "")
         else:
-            text = _("On {case}, {name} differs from the reference: {difference}.").format(
-                case=case, name=name, difference=describe_difference(got, reference))
-        self.fail(text + (_("\nHint: {hint}").format(hint=_(fallback)) if fallback else ""))
+            text = _capital(_("{name} differs from the reference: {difference}.").format(
+                name=name, difference=describe_difference(got, reference)))
+        pattern = explain(got, reference) if explain else _pattern(got, reference)
+        stop = Stop(R.failed(self.task, label + join(text, pattern)
+                             + (_("\nHint: {hint}").format(hint=_(fallback)) if fallback else "")))
+        stop.unexplained = True          # no mistake holds: a caller may look at the output further
+        raise stop
+
+    def single_precision(self, label: str, got, reference) -> None:
+        """Fail with ``computed_in_float32`` when a float64 result carries only float32's digits."""
+        got, reference = np.asarray(got), np.asarray(reference)
+        if got.dtype != np.float64 or got.shape != reference.shape or not close(got, reference, SINGLE):
+            return
+        exact32 = bool(np.all(got[np.isfinite(got)].astype(np.float32).astype(np.float64) == got[np.isfinite(got)]))
+        how = _(" Every entry is exactly a float32 number.") if exact32 else ""
+        self.fail(label + _("Your result is float64, but it agrees with the reference only to float32 rounding "
+                            "(about 7 significant digits), so your computation ran in float32 somewhere.{how} A "
+                            "float32 array, `torch.float32`, `.float()` or `np.float32(...)` loses digits that "
+                            "converting the result to float64 at the end cannot bring back: compute in float64 "
+                            "throughout.").format(how=how), "computed_in_float32")
+
+    def each_case(self, cases, trial_of, mistakes=(), **options) -> list:
+        """Compare the student's output with the reference on every case, in order.
+
+        ``trial_of(case)`` runs the student's function on one case (with :meth:`call` and :meth:`array`)
+        and returns a :class:`~.diagnosis.Trial`. When a case fails, the cases before it (which passed)
+        and after it (run now) confirm or refute each candidate mistake before one is named.
+        ``options`` go to :meth:`compare`. Returns the trials.
+        """
+        cases, done = list(cases), []
+        for i, case in enumerate(cases):
+            trial = trial_of(case)
+            if trial.pick is not None:
+                options = {**options, "pick": trial.pick}
+            self.compare(trial.case, trial.got, trial.reference, mistakes, trial.args, trial.kwargs,
+                         others=self._others(done, cases[i + 1:], trial_of), **options)
+            done.append(trial)
+        return done
+
+    def _others(self, done: list, rest: list, trial_of):
+        """The trials of the other cases: those already run, then the rest, run one by one when reached
+        (a case on which the student's function fails in another way is skipped; time or budget spent
+        ends the list)."""
+        yield from done
+        for case in rest:
+            try:
+                yield trial_of(case)
+            except Stop as stop:
+                if stop.result.mistake in ("time_limit", "budget_spent"):
+                    return
+
+
+def _holds(test, got, reference, args) -> bool:
+    try:
+        with np.errstate(all="ignore"):
+            return bool(test(got, reference, args))
+    except Exception:       # a property that cannot be evaluated on this output does not hold
+        return False
+
+
+def _capital(text: str) -> str:
+    """The first letter in upper case (English); a Chinese message keeps a leading Latin word as it is."""
+    if any("\u4e00" <= ch <= "\u9fff" for ch in text[:40]):
+        return text
+    return text[:1].upper() + text[1:]
+
+
+def _pattern(got, reference) -> str:
+    try:
+        return describe_pattern(got, reference)
+    except (TypeError, ValueError):
+        return ""
 
 
 def _traced(memory: dict, call, *args):
@@ -378,12 +522,22 @@ def which_mistake(got, reference, mistakes, args=(), kwargs=None, same=close, pi
     return found[0] if found else None
 
 
-def matching_mistakes(got, reference, mistakes, args=(), kwargs=None, same=close, pick=None, first_only=False):
-    """Every mistake (one per name, in order) whose model's output matches ``got`` and not ``reference``."""
+def one_per_name(mistakes: list) -> list:
+    kept = []
+    for mistake in mistakes:
+        if all(m.name != mistake.name for m in kept):
+            kept.append(mistake)
+    return kept
+
+
+def matching_mistakes(got, reference, mistakes, args=(), kwargs=None, same=close, pick=None, first_only=False,
+                      variants=False):
+    """Every mistake (one per name, in order; with ``variants`` every model of a name) whose model's output
+    matches ``got`` and not ``reference``."""
     kwargs = kwargs or {}
     found = []
     for mistake in mistakes:
-        if mistake.model is None or any(m.name == mistake.name for m in found):
+        if mistake.model is None or (not variants and any(m.name == mistake.name for m in found)):
             continue
         out = run_model(mistake.model, *args, **kwargs)
         if out is not None and pick is not None:
@@ -424,6 +578,10 @@ def models(mistakes: list):
 def error_hint(err: BaseException) -> str | None:
     """Explain the usual cause of a shape error, classified by what actually failed."""
     text = str(err)
+    if "remapped shapes" in text:        # np.matmul's own broadcast of the batch axes: a transpose of a batch
+        return _("a shape error inside a matrix product of batched arrays. `x.T` reverses every axis, batch "
+                 "axes included: transpose only the last two, `np.swapaxes(x, -1, -2)` (torch: "
+                 "`x.transpose(-2, -1)`).")
     if "could not be broadcast" in text or "must match the size of tensor" in text:
         shapes = _broadcast_shapes(text)
         if shapes and _drops_last_axis(*shapes):

@@ -27,6 +27,8 @@ from ..i18n import _
 
 DEFAULT_SECONDS = 5.0
 ENVIRONMENT_VARIABLE = "ATTNLAB_CHECK_TIMEOUT"
+BUDGET_CALLS = 3           # a whole check may spend three per-call limits in student code ...
+MINIMUM_BUDGET = 15.0      # ... and at least this many seconds
 
 
 class TimeLimit(BaseException):
@@ -49,10 +51,19 @@ def limit_seconds(override: float | None = None) -> float:
 
 
 def _positive(value, name) -> float:
-    value = float(value)
-    if not value > 0:
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        number = float("nan")
+    if isinstance(value, bool) or not 0 < number < float("inf"):
         raise ValueError(_("{name} must be a positive number of seconds; got {value!r}").format(name=name, value=value))
-    return value
+    return number
+
+
+def check_budget(seconds: float) -> float:
+    """The time one whole check may spend in student code, for a per-call limit of ``seconds``: a right
+    but slow function is stopped with a message instead of keeping the cell busy for minutes."""
+    return max(BUDGET_CALLS * seconds, MINIMUM_BUDGET)
 
 
 def _can_use_signal() -> bool:

@@ -1,6 +1,7 @@
 """Checkers for the mask builders: causal with an offset, key padding, packed documents.
 
-Masks are boolean NumPy "allowed" arrays: True means this query may read this key.
+Masks are boolean NumPy "allowed" arrays: True means this query may read this key. The sheet asks for
+the masks built by hand: calling attnlab's own builders (:data:`MASK_LIBRARIES`) is named.
 """
 from __future__ import annotations
 
@@ -8,8 +9,12 @@ import numpy as np
 
 from .. import masks
 from ..i18n import N_, _
+from .diagnosis import Trial
 from .engine import Mistake, models
 from .registry import checker
+
+MASK_LIBRARIES = ("attnlab.masks.causal", "attnlab.masks.padding", "attnlab.masks.documents",
+                  "attnlab.masks.sliding_window", "attnlab.masks.from_additive", "attnlab.masks.from_forbidden")
 
 ADDITIVE = Mistake("additive", N_("an additive mask (0 / -inf) was returned instead of a boolean one."))
 NOT_BOOLEAN = Mistake("not_boolean", N_("the mask is not boolean (e.g. 0/1 integers or floats)."))
@@ -27,6 +32,14 @@ model = models(CAUSAL_MASK_MISTAKES)
        "Positions are absolute: query i sits at position offset + i and may read every key j <= offset + i."))
 def causal_mask_top_left(T, S, offset):
     return np.tril(np.ones((T, S), dtype=bool))
+
+
+@model("top_left", N_("top-left causal alignment when the mask is square: for T == S your triangle starts at key 0 "
+       "for query 0 and ignores the offset (a square mask can still belong to queries at later positions). Query i "
+       "sits at position offset + i and may read every key j <= offset + i, whatever the shape."))
+def causal_mask_top_left_when_square(T, S, offset):
+    i, j = _positions(T, S, 0 if T == S else offset)
+    return j <= i
 
 
 @model("always_bottom_right", N_("you always align the triangle bottom-right (offset S - T) and ignore the offset you "
@@ -84,6 +97,12 @@ def padding_mask_off_by_one(lengths, S):
     return (np.arange(S)[None, :] <= np.asarray(lengths)[:, None])[:, None, :]
 
 
+@model("off_by_one", N_("off by one: a sequence of length L has valid keys 0, ..., L - 1, so the rule is j < L "
+       "(not j < L - 1, which drops the last real token)."))
+def padding_mask_drops_last_token(lengths, S):
+    return (np.arange(S)[None, :] < np.asarray(lengths)[:, None] - 1)[:, None, :]
+
+
 @model("inverted", N_("mask polarity inverted: True must mean \"may read\" (a real token), False a padding position."))
 def padding_mask_inverted(lengths, S):
     return (np.arange(S)[None, :] >= np.asarray(lengths)[:, None])[:, None, :]
@@ -135,7 +154,7 @@ def _bool_mask(run, out, case, shape, shape_hint=None):
     return arr
 
 
-@checker(N_("causal mask"), CAUSAL_MASK_MISTAKES + [ADDITIVE, NOT_BOOLEAN])
+@checker(N_("causal mask"), CAUSAL_MASK_MISTAKES + [ADDITIVE, NOT_BOOLEAN], forbid=MASK_LIBRARIES)
 def check_causal_mask(run, fn):
     """Check ``fn(T, S, offset)``: a (T, S) boolean NumPy mask with allowed[i, j] = (j <= i + offset)."""
     cases = [
@@ -144,14 +163,19 @@ def check_causal_mask(run, fn):
         (N_("T = 3 queries at positions 4..6 over S = 7 keys (offset = 4)"), 3, 7, 4),
         (N_("T = 3 queries at positions 2..4 over S = 8 keys (offset = 2; keys 5..7 are the future)"), 3, 8, 2),
         (N_("T = 2, S = 5, offset = 0"), 2, 5, 0),
+        (N_("T = S = 5 with offset = 2 (a square mask whose queries sit at positions 2..6)"), 5, 5, 2),
+        (N_("T = S = 3 with offset = 1 (square again, the offset still counts)"), 3, 3, 1),
     ]
-    for case, T, S, offset in cases:
+
+    def trial(item):
+        case, T, S, offset = item
         got = _bool_mask(run, run.call(fn, case, T, S, offset), case, (T, S))
-        run.compare(case, got, masks.causal(T, S, offset), CAUSAL_MASK_MISTAKES, (T, S, offset), tol=None,
-                    name=N_("the mask"))
-    return run.passed(_("All {n_cases} cases match `al.masks.causal`: square, a single cached "
-                        "query, bottom-right alignment and a cache that already holds future keys.").format(
-                            n_cases=len(cases)))
+        return Trial(case, got, masks.causal(T, S, offset), (T, S, offset))
+
+    run.each_case(cases, trial, CAUSAL_MASK_MISTAKES, tol=None, name=N_("the mask"))
+    return run.passed(_("All {n_cases} cases match `al.masks.causal`: square (with and without an offset), a "
+                        "single cached query, bottom-right alignment and a cache that already holds future "
+                        "keys.").format(n_cases=len(cases)))
 
 
 def _padding_hint(B, S):
@@ -166,33 +190,57 @@ def _padding_hint(B, S):
     return hint
 
 
-@checker(N_("padding mask"), PADDING_MISTAKES + [ADDITIVE, NOT_BOOLEAN])
+@checker(N_("padding mask"), PADDING_MISTAKES + [ADDITIVE, NOT_BOOLEAN], forbid=MASK_LIBRARIES)
 def check_padding_mask(run, fn):
     """Check ``fn(lengths, S)``: a (B, 1, S) boolean NumPy mask, key j of sequence b real iff j < lengths[b]."""
     cases = [
         (N_("lengths [3, 1, 4] with S = 5"), np.array([3, 1, 4]), 5),
         (N_("lengths [5, 2, 5] with S = 5 (two sequences without padding)"), np.array([5, 2, 5]), 5),
         (N_("lengths [2, 6, 0] with S = 6 (the last sequence is all padding)"), np.array([2, 6, 0]), 6),
+        (N_("lengths [1, 3] with S = 4"), np.array([1, 3]), 4),
     ]
-    for case, lengths, S in cases:
+
+    def trial(item):
+        case, lengths, S = item
         B = len(lengths)
         got = _bool_mask(run, run.call(fn, case, lengths, S), case, (B, 1, S), _padding_hint(B, S))
-        run.compare(case, got, masks.padding(lengths, S), PADDING_MISTAKES, (lengths, S), tol=None, name=N_("the mask"))
+        return Trial(case, got, masks.padding(lengths, S), (lengths, S))
+
+    run.each_case(cases, trial, PADDING_MISTAKES, tol=None, name=N_("the mask"))
     return run.passed(_("All {n_cases} cases match `al.masks.padding`, shape (B, 1, S) so that it "
                         "broadcasts over queries.").format(n_cases=len(cases)))
 
 
-@checker(N_("document mask"), DOCUMENT_MISTAKES + [ADDITIVE, NOT_BOOLEAN])
+def _document_hint(ids_shape):
+    T = ids_shape[-1]
+
+    def hint(shape):
+        if len(ids_shape) > 1 and len(shape) == len(ids_shape) + 1 and tuple(shape[-2:]) != (T, T):
+            return _("compare along the last axis only, so that the batch axes stay in front: "
+                     "`doc_ids[..., :, None] == doc_ids[..., None, :]` gives (..., T, T).")
+        if len(shape) == 2 * len(ids_shape):
+            return _("`np.equal.outer` (or comparing with every axis expanded) pairs every batch row with every "
+                     "other: compare along the last axis only, `doc_ids[..., :, None] == doc_ids[..., None, :]`.")
+        return None
+    return hint
+
+
+@checker(N_("document mask"), DOCUMENT_MISTAKES + [ADDITIVE, NOT_BOOLEAN], forbid=MASK_LIBRARIES)
 def check_document_mask(run, fn):
     """Check ``fn(doc_ids)``: (..., T, T) boolean NumPy mask, True where two positions share a document."""
     cases = [
         (N_("doc_ids [0, 0, 1, 1, 1, 2]"), np.array([0, 0, 1, 1, 1, 2])),
         (N_("a batch of two packed rows [[0, 0, 1, 1], [5, 6, 6, 6]]"), np.array([[0, 0, 1, 1], [5, 6, 6, 6]])),
         (N_("one document [7, 7, 7]"), np.array([7, 7, 7])),
+        (N_("doc_ids [3, 3, 1, 1, 2] (ids not in increasing order)"), np.array([3, 3, 1, 1, 2])),
     ]
-    for case, ids in cases:
+
+    def trial(item):
+        case, ids = item
         T = ids.shape[-1]
-        got = _bool_mask(run, run.call(fn, case, ids), case, ids.shape[:-1] + (T, T))
-        run.compare(case, got, masks.documents(ids), DOCUMENT_MISTAKES, (ids,), tol=None, name=N_("the mask"))
+        got = _bool_mask(run, run.call(fn, case, ids), case, ids.shape[:-1] + (T, T), _document_hint(ids.shape))
+        return Trial(case, got, masks.documents(ids), (ids,))
+
+    run.each_case(cases, trial, DOCUMENT_MISTAKES, tol=None, name=N_("the mask"))
     return run.passed(_("All {n_cases} cases match `al.masks.documents`, with and without a batch "
                         "axis.").format(n_cases=len(cases)))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..i18n import N_, _
+from . import seeds
 from .engine import Mistake, error_hint, models
 from .kernels import attend
 from .registry import checker
@@ -82,7 +83,7 @@ def check_rope(run, fn, pairing="half"):
     if pairing not in OTHER_PAIRING:
         run.fail(_("pairing must be 'half' or 'interleaved'; got {pairing!r}.").format(pairing=pairing),
                  "bad_arguments")
-    rng = np.random.default_rng(70)
+    rng = seeds.rng(70)
     cases = [(N_("T = 4, d = 8, positions 0 .. 3, base 10000"), 4, 8, [0, 1, 2, 3], 10000.0),
              (N_("T = 3, d = 6, positions [7, 8, 9] (a chunk after a cache), base 100"), 3, 6, [7, 8, 9], 100.0),
              (N_("T = 5, d = 4, positions [2, 0, 40, 3, 1000], base 100000"), 5, 4, [2, 0, 40, 3, 1000], 100000.0)]
@@ -270,7 +271,7 @@ def check_rotary_cache(run, cls):
     """Check a class ``cls(base)`` with ``append(k, v)`` (k, v (t, 4) of the t next positions, k before rotation:
     store it rotated) and ``attend(q)`` (q (t, 4) of those positions, before rotation -> (t, 4), causal attention
     with scale 1/sqrt(4) over everything appended); pairing "half"."""
-    rng = np.random.default_rng(71)
+    rng = seeds.rng(71)
     cases = [(N_("6 positions appended in chunks of 2, 1, 3"), 6, (2, 1, 3)),
              (N_("5 positions appended one at a time"), 5, (1, 1, 1, 1, 1))]
     for case, T, chunks in cases:

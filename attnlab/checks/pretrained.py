@@ -18,8 +18,11 @@ from .. import masks
 from .. import reference as ref
 from ..i18n import N_, _
 from . import seeds
+from .diagnosis import Trial, join
 from .engine import Mistake, Stop, describe_difference, error_hint, models
 from .registry import checker
+
+HEAD_WEIGHT_SHORTCUTS = ("attnlab.pretrained.self_attention", "attnlab.pretrained.run_and_capture")
 
 # ------------------------------------------------------------------------------- synthetic layers
 
@@ -103,28 +106,50 @@ def _layer_hint(err):
     if "not subscriptable" in str(err) or "has no attribute" in str(err):
         return _("`p` is an `attnlab.pretrained.AttentionParams`: read its matrices as attributes, `p.w_q`, "
                  "`p.b_q`, `p.w_k`, ..., `p.n_heads`.")
+    if "matmul" in str(err) or "mismatch" in str(err):
+        return _("the weights are in the row-vector convention, `p.w_q` of shape (d, H*d_head): head h owns the "
+                 "columns `p.w_q[:, h*d_head:(h+1)*d_head]` (and the same slice of `p.b_q`), so that "
+                 "`x @ p.w_q[:, sl]` is (B, T, d_head).")
     return error_hint(err)
 
 
-def _compare(run, case, got, expected, mistakes, args, name, rows=None, properties=()):
-    """The engine's comparison, on the rows ``rows`` of real queries; when no model matches, a property of
-    ``got`` may name the mistake, and the largest difference is reported with its full index."""
-    pick = (lambda out: np.asarray(out, dtype=float)[rows]) if rows is not None else None
-    mine, theirs = (got[rows], expected[rows]) if rows is not None else (got, expected)
+def _each(run, cases, student, reference, mistakes, name, properties_of=None):
+    """The engine's comparison case by case on the rows of real queries (a model's padded rows do not count), with
+    the other cases confirming a diagnosis; when no model holds, a property of the whole output may name the
+    mistake, and the largest difference is reported with its full index."""
+    current = {}
+
+    def trial(item):
+        case, x, p, h, valid = item
+        got, expected = student(item), reference(x, p, h, valid)
+        current.update(case=case, got=got, expected=expected, valid=valid)
+        return Trial(case, got[valid], expected[valid], (x, p, h, valid),
+                     pick=lambda out, valid=valid: np.asarray(out, dtype=float)[valid])
+
     try:
-        run.compare(case, mine, theirs, mistakes, args=args, name=name, pick=pick)
+        run.each_case(cases, trial, mistakes, name=name)
     except Stop as stop:
-        if stop.result.mistake:
+        if not stop.unexplained:
             raise
-        for key, test, text in properties:
+        case, got, expected, valid = current["case"], current["got"], current["expected"], current["valid"]
+        for key, test, text in (properties_of(valid) if properties_of else ()):
             if test(got):
                 run.fail(_("On {case}, {text}").format(case=_(case), text=text), key)
-        if rows is None:
-            raise
-        keep = np.broadcast_to(rows.reshape(rows.shape + (1,) * (got.ndim - rows.ndim)), got.shape)
-        run.fail(_("On {case}, {name} differs from the reference on the rows of real queries: "
-                   "{value}.").format(
-                       case=_(case), name=_(name), value=describe_difference(np.where(keep, got, expected), expected)))
+        keep = np.broadcast_to(valid.reshape(valid.shape + (1,) * (got.ndim - valid.ndim)), got.shape)
+        mine = np.where(keep, got, expected)
+        text = _("On {case}, {name} differs from the reference on the rows of real queries: {value}.").format(
+            case=_(case), name=_(name), value=describe_difference(mine, expected))
+        run.fail(join(text, _padded_sentences_only(mine, expected, valid)))
+
+
+def _padded_sentences_only(got, expected, valid) -> str:
+    """A sentence when the sentences without padding match and only padded ones differ."""
+    wrong = [b for b in range(len(valid)) if not np.allclose(got[b], expected[b], rtol=1e-9, atol=1e-12)]
+    padded = [b for b in range(len(valid)) if not valid[b].all()]
+    if wrong and set(wrong) <= set(padded):
+        return _("Only the sentences with padding differ ({rows}); the others match: is the padding mask "
+                       "applied to the keys?").format(rows=", ".join(str(b) for b in wrong))
+    return ""
 
 
 # ------------------------------------------------------------------------------- check: head weights
@@ -169,7 +194,7 @@ def head_weights_transposed_weights(x, p, h, valid):
 
 
 @model("no_query_bias", N_("the query bias b_Q is missing: q = x W_Q + b_Q (its slice for head h). It adds b_Q k_j^T "
-       "to the scores, which depends on the key j, so it changes the weights. (The key bias does not: exercise 2.)"))
+       "to the scores, which depends on the key j, so it changes the weights. (The key bias does not: Exercise 11.2.)"))
 def head_weights_without_query_bias(x, p, h, valid):
     sl, d_k = _head(p, h)
     return _weights(x @ p.w_q[:, sl], x @ p.w_k[:, sl], valid, 1 / np.sqrt(d_k))
@@ -203,6 +228,8 @@ def head_weights_mask_after_softmax(x, p, h, valid):
 
 
 HEAD_WEIGHT_PROPERTIES = [   # found from a property of the weights when no model matches
+    Mistake("uniform_rows", N_("every real query spreads its weight evenly: the head's scores are constant (a wrong "
+                               "or empty head slice).")),
     Mistake("not_finite", N_("the weights of a real query contain nan or inf.")),
     Mistake("rows_not_normalised", N_("the weights of a real query do not sum to 1 over the keys.")),
 ]
@@ -215,9 +242,20 @@ def _columns_sum_to_one(a, valid):
     return bool(np.allclose(over_all, 1.0, atol=1e-8) or np.allclose(over_real, 1.0, atol=1e-8))
 
 
+def _uniform_rows(a, valid) -> bool:
+    """True if every real query spreads its weight evenly over the real keys (constant scores)."""
+    n = valid.sum(axis=1)[:, None, None]                                 # (B, 1, 1)
+    even = np.where(valid[:, None, :], 1.0 / n, 0.0)                     # (B, 1, T)
+    return bool(np.allclose(np.broadcast_to(even, a.shape)[valid], a[valid], atol=1e-9))
+
+
 def _weight_properties(valid):
     real = valid[:, :, None] & ~valid[:, None, :]                        # real query, padded key
     return [
+        ("uniform_rows", lambda a: _uniform_rows(a, valid),
+         _("every real query spreads its weight evenly over the real keys, so its scores are all equal: the "
+           "head's q or k is zero or empty. Is the head's slice right (a hard-coded head width, or a slice beyond "
+           "the matrix, gives an empty block)? Head h owns columns `h*d_head:(h+1)*d_head` with d_head = d / H.")),
         ("pad_not_masked", lambda a: bool(np.any(np.abs(a[real]) > 1e-12)),
          _("a real query gives weight to a padded key: mask the scores of [PAD] keys (-inf) before the softmax, "
            "so that their weights are exactly 0.")),
@@ -233,21 +271,25 @@ def _weight_properties(valid):
     ]
 
 
-@checker(N_("weights of one head of a pretrained layer"), HEAD_WEIGHT_MISTAKES + HEAD_WEIGHT_PROPERTIES)
+@checker(N_("weights of one head of a pretrained layer"), HEAD_WEIGHT_MISTAKES + HEAD_WEIGHT_PROPERTIES,
+         forbid=HEAD_WEIGHT_SHORTCUTS)
 def check_head_weights(run, fn):
     """Check ``fn(x, p, h, valid)``: head h's attention weights (B, T, T) from the hidden states x (B, T, d)
-    entering the layer, its parameters p (an ``AttentionParams``) and valid (B, T), True = real token."""
+    entering the layer, its parameters p (an ``AttentionParams``) and valid (B, T), True = real token.
+    ``al.attention`` may do the softmax; ``pt.self_attention(..., return_weights=True)`` would do the whole
+    exercise and is refused."""
     cases = _layer_cases()
-    for case, x, p, h, valid in cases:
-        B, T, _unused = x.shape
-        got = _run_layer(run, fn, case, x, p, h, valid, (B, T, T))
-        expected = head_weights_reference(x, p, h, valid)
-        _compare(run, case, got, expected, HEAD_WEIGHT_MISTAKES, (x, p, h, valid), N_("the weights"), rows=valid,
-                 properties=_weight_properties(valid))
+
+    def student(item):
+        case, x, p, h, valid = item
+        return _run_layer(run, fn, case, x, p, h, valid, x.shape[:2] + (x.shape[1],))
+
+    _each(run, cases, student, head_weights_reference, HEAD_WEIGHT_MISTAKES, N_("the weights"),
+          properties_of=_weight_properties)
     return run.passed(_("All {n_cases} cases match attnlab's attention on head h's slice of Q and "
                         "K, with the biases, the 1/sqrt(d_head) scaling and the padded keys "
                         "masked, on every real query. (Whether you added b_K makes no difference: "
-                        "the exercise on the key bias says why.)").format(n_cases=len(cases)))
+                        "Exercise 11.2 says why.)").format(n_cases=len(cases)))
 
 
 # ------------------------------------------------------------------------------- check: [CLS]/[SEP] share
@@ -348,12 +390,15 @@ def check_special_share(run, fn):
     """Check ``fn(weights, lengths) -> (H,)``: per head, the weight a real query puts on [CLS] and [SEP]
     together, averaged over every real query of the batch. weights (B, H, T, T) float64, lengths (B,)."""
     cases = _share_cases()
-    for case, weights, lengths in cases:
+
+    def trial(item):
+        case, weights, lengths = item
         out = run.call(fn, case, weights, lengths, hint=error_hint)
         got = run.array(out, case, "your result", shape=(weights.shape[1],), shape_hint=_share_shape_hint,
                         kind="any", dtype="float64")
-        _compare(run, case, got, special_share_reference(weights, lengths), SHARE_MISTAKES, (weights, lengths),
-                 N_("your result"))
+        return Trial(case, got, special_share_reference(weights, lengths), (weights, lengths))
+
+    run.each_case(cases, trial, SHARE_MISTAKES, name=N_("your result"))
     return run.passed(_("All {n_cases} cases match: [CLS] at key 0 and [SEP] at key `lengths[b] - "
                         "1`, every real query counted once, padded queries left out.").format(n_cases=len(cases)))
 
@@ -432,12 +477,15 @@ def ablation_of_queries(x, p, h, valid):
 @checker(N_("a layer's output with one head switched off"), ABLATION_MISTAKES)
 def check_ablated_output(run, fn):
     """Check ``fn(x, p, h, valid) -> (B, T, d)``: the layer's attention output (before the residual) with head h's
-    slice of the concatenated heads set to zero before W_O, as ``attnlab.pretrained.head_gates`` does."""
+    slice of the concatenated heads set to zero before W_O, as ``attnlab.pretrained.head_gates`` does.
+    ``pt.self_attention`` on changed parameters is allowed: the exercise is which parameters to change."""
     cases = _layer_cases()
-    for case, x, p, h, valid in cases:
-        got = _run_layer(run, fn, case, x, p, h, valid, x.shape)
-        _compare(run, case, got, ablated_output_reference(x, p, h, valid), ABLATION_MISTAKES, (x, p, h, valid),
-                 N_("the output"), rows=valid)
+
+    def student(item):
+        case, x, p, h, valid = item
+        return _run_layer(run, fn, case, x, p, h, valid, x.shape)
+
+    _each(run, cases, student, ablated_output_reference, ABLATION_MISTAKES, N_("the output"))
     return run.passed(_("All {n_cases} cases match the layer with head h's rows of W_O zeroed: the "
                         "other heads, b_O and every bias of the other heads untouched, on every "
                         "real query.").format(n_cases=len(cases)))

@@ -3,9 +3,11 @@
 The decorated function receives a :class:`~.engine.Check` as its first argument and the
 student's function as its second. The public function the registry builds takes the student's
 function (and the checker's own keyword options), plus ``timeout=`` (seconds per call of student
-code; default ``$ATTNLAB_CHECK_TIMEOUT`` or 5 s), and always returns a
-:class:`~.result.CheckResult`: a :class:`~.engine.Stop` becomes its result, and any other
-exception inside the checker becomes an "internal error" result, never a traceback.
+code; default ``$ATTNLAB_CHECK_TIMEOUT`` or 5 s; the whole check may spend three times that, at
+least 15 s), and always returns a :class:`~.result.CheckResult`: a :class:`~.engine.Stop` becomes
+its result, a bad ``timeout`` or environment variable a failed result that says so, and any other
+exception inside the checker an "internal error" result, never a traceback. ``forbid`` lists the
+entry points the exercise asks the student not to call (see :mod:`.forbidden`).
 """
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ class Checker:
     topic: str                      # the module that defines it, e.g. "softmax"
     function: Callable              # the public function
     mistakes: list = field(default_factory=list)   # every Mistake it can name, models first
+    forbid: tuple = ()              # entry points the student's function may not call
 
     def mistake_names(self) -> list[str]:
         seen = []
@@ -51,15 +54,22 @@ COMMON_MISTAKES = [
     Mistake("not_a_function", N_("the checker was given a value instead of a function.")),
     Mistake("bad_arguments", N_("the checker was called with arguments it does not take.")),
     Mistake("checker_bug", N_("the checker itself failed (a bug of the checker, reported with folded details).")),
+    Mistake("budget_spent", N_("the function is right so far but so slow that the check's overall time budget ran "
+                               "out.")),
+    Mistake("forbidden_call", N_("the function called a library function that does the exercise's work (the "
+                                 "exercise asks for it written by hand).")),
+    Mistake("computed_in_float32", N_("the result is float64 but was computed in float32 (it agrees with the "
+                                      "reference only to about 7 digits).")),
 ]
 
 
-def checker(task: str, mistakes=(), *, takes_function: bool = True):
+def checker(task: str, mistakes=(), *, takes_function: bool = True, forbid=()):
     """Register ``check(run, fn, ...)`` as the public ``check_<name>`` with the given mistakes.
 
     ``mistakes`` lists every :class:`Mistake` the checker can name (with or without a model), in
     the order they are tried. With ``takes_function=False`` the first argument is not a
-    function (``check_answer``'s question name).
+    function (``check_answer``'s question name). ``forbid``: the entry points (dotted names) the
+    student's function may not call, given to every :meth:`~.engine.Check.call`.
     """
     def register(check):
         name = check.__name__
@@ -70,7 +80,10 @@ def checker(task: str, mistakes=(), *, takes_function: bool = True):
 
         @functools.wraps(check)
         def public(fn, *args, timeout: float | None = None, **kwargs):
-            seconds = limit_seconds(timeout)
+            try:
+                seconds = limit_seconds(timeout)
+            except ValueError as err:
+                return R.bad_setting(task, err)
             if takes_function and not callable(fn):
                 return R.not_a_function(task, fn)
             try:
@@ -79,13 +92,14 @@ def checker(task: str, mistakes=(), *, takes_function: bool = True):
                 return R.failed(task, _("`{name}` was called with arguments it does not take ({err}).").format(
                     name=name, err=err), "bad_arguments")
             try:
-                return check(Check(task, seconds), fn, *args, **kwargs)
+                return check(Check(task, seconds, forbid=forbid), fn, *args, **kwargs)
             except Stop as stop:
                 return stop.result
             except Exception:   # a bug of the checker: say so, fold the details
                 return R.internal_error(task, traceback.format_exc(limit=-8))
 
-        REGISTRY[name] = Checker(name, task, check.__module__.rsplit(".", 1)[-1], public, list(mistakes))
+        REGISTRY[name] = Checker(name, task, check.__module__.rsplit(".", 1)[-1], public, list(mistakes),
+                                 tuple(forbid))
         return public
     return register
 

@@ -111,6 +111,18 @@ def timed_out(task: str, case: str, seconds: float, still_running: bool) -> Chec
     return failed(task, text, "time_limit")
 
 
+def budget_spent(task: str, case: str, budget: float) -> CheckResult:
+    return failed(task, _("On {case}, the check stopped: your function has used up the check's time budget "
+                          "({seconds:g} s over all cases together). Each call finished, so it is not a loop that "
+                          "never ends, but it is far slower than the task needs (a right solution takes "
+                          "milliseconds): look for Python loops over every entry, or work repeated inside a "
+                          "loop.").format(case=_(case), seconds=budget), "budget_spent")
+
+
+def bad_setting(task: str, error: Exception) -> CheckResult:
+    return failed(task, _("The check did not run: {error}.").format(error=str(error).rstrip(".")), "bad_arguments")
+
+
 def internal_error(task: str, details: str) -> CheckResult:
     return CheckResult(task, FAILED, _("The checker itself failed: this is a bug in the checker, not in your code. "
                                        "Please report it with the folded details below."), "checker_bug", details)

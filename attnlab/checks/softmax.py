@@ -1,6 +1,8 @@
 """Checkers for the softmax and for dropout on attention weights (chapter 2's tasks).
 
-Both take and return NumPy arrays; float64 inputs must give float64 results.
+Both take and return NumPy arrays; float64 inputs must give float64 results. The softmax is to be
+written by hand: a call of a library softmax (attnlab's, SciPy's, PyTorch's) inside the student's
+function is named as such (see :data:`SOFTMAX_LIBRARIES`).
 """
 from __future__ import annotations
 
@@ -9,8 +11,12 @@ import numpy as np
 from .. import reference as ref
 from ..i18n import N_, _
 from . import seeds
-from .engine import FLOAT32, FLOAT64, Mistake, close, error_hint, models
+from .diagnosis import Trial
+from .engine import FLOAT32, Mistake, close, describe_difference, error_hint, models
 from .registry import checker
+
+SOFTMAX_LIBRARIES = ("attnlab.reference.softmax", "attnlab.reference.masked_softmax", "scipy.special.softmax",
+                     "torch.softmax", "torch.nn.functional.softmax", "torch.Tensor.softmax", "torch.special.softmax")
 
 
 def _softmax(x, axis=-1):
@@ -105,9 +111,14 @@ def _softmax_cases():
         (N_("a vector of 4 logits"), rng.normal(size=4)),
         (N_("a square 4 x 4 matrix (softmax along each row)"), rng.normal(size=(4, 4)) * 2),
         (N_("a 3 x 5 matrix (softmax along each row)"), rng.normal(size=(3, 5)) * 2),
+        (N_("a square 3 x 3 matrix with rows on different scales"), rng.normal(size=(3, 3)) * [[1], [4], [9]]),
         (N_("a batch of shape (2, 3, 4)"), rng.normal(size=(2, 3, 4)) * 2),
         (N_("large logits [[1000, 999, 997], [-1000, -1001, -1003]]"),
          np.array([[1000.0, 999.0, 997.0], [-1000.0, -1001.0, -1003.0]])),
+        (N_("one row of large negative logits [[-1000, -1001, -1003, -1002]]"),
+         np.array([[-1000.0, -1001.0, -1003.0, -1002.0]])),
+        (N_("large logits in a batch [[[1500, 0, 0]], [[-700, -702, -701]]] (the rows are 2200 apart)"),
+         np.array([[[1500.0, 0.0, 0.0]], [[-700.0, -702.0, -701.0]]])),
         (N_("rows spanning 1600 and 2000 ([[800, 0, -800], [1000, 10, -1000]]: any shift but the row maximum "
          "overflows)"), np.array([[800.0, 0.0, -800.0], [1000.0, 10.0, -1000.0]])),
         (N_("float32 logits [[100, 0, -100], [60, 59, -60]] (float32 overflows beyond 88)"),
@@ -115,26 +126,44 @@ def _softmax_cases():
     ]
 
 
-@checker(N_("softmax"), SOFTMAX_MISTAKES)
+COLUMNS = Mistake("normalised_columns", N_("softmax over the wrong axis: your result sums to 1 down each column "
+                  "(axis -2), not along each row. Each row's entries are normalised together: sum with `axis=-1, "
+                  "keepdims=True`."))
+
+
+def _columns_sum_to_one(got, reference, args) -> bool:
+    got = np.asarray(got, dtype=float)
+    return got.ndim >= 2 and bool(np.allclose(got.sum(axis=-2), 1.0)) and not np.allclose(got.sum(axis=-1), 1.0)
+
+
+@checker(N_("softmax"), SOFTMAX_MISTAKES + [COLUMNS], forbid=SOFTMAX_LIBRARIES)
 def check_softmax(run, fn):
     """Check ``fn(x)``: a numerically stable softmax along the last axis of a NumPy array.
 
     The result is a NumPy array of the input's shape; float64 logits need a float64 result (a
-    float32 one may stay float32).
+    float32 one may stay float32). A library softmax called inside ``fn`` is refused.
     """
     cases = _softmax_cases()
-    for case, x in cases:
-        out = run.call(fn, case, x, hint=error_hint)
+
+    def trial(item):
+        case, x = item
         single = x.dtype == np.float32
-        got = run.array(out, case, shape=x.shape, dtype="float" if single else "float64")
-        run.compare(case, got, _softmax(x.astype(np.float64)) if single else ref.softmax(x), SOFTMAX_MISTAKES,
-                    args=(x,), tol=FLOAT32 if single else FLOAT64)
+        got = run.array(run.call(fn, case, x, hint=error_hint), case, shape=x.shape,
+                        dtype="float" if single else "float64")
+        return Trial(case, got, _softmax(x.astype(np.float64)) if single else ref.softmax(x), (x,))
+
+    run.each_case(cases[:-1], trial, SOFTMAX_MISTAKES, properties=[(COLUMNS, _columns_sum_to_one)])
+    run.each_case(cases[-1:], trial, SOFTMAX_MISTAKES, tol=FLOAT32)
     return run.passed(_("All {n_cases} cases match `al.softmax`: a vector, square and rectangular "
                         "matrices, a batch, logits near +-1000, rows that overflow unless their "
                         "maximum is subtracted (float64 and float32).").format(n_cases=len(cases)))
 
 
 # ---------------------------------------------------------------------------------------------- dropout
+# The dropout checker is statistical: with the seeds below a right function gets the same verdict on every
+# run, and a right function drawn in another way (rng.binomial, rng.uniform, ...) is refused with the
+# probabilities stated at each test (computed from the binomial and chi-square laws in the tests); all of
+# them together stay below 3e-6.
 
 DROPOUT_MISTAKES: list[Mistake] = []
 model = models(DROPOUT_MISTAKES)
@@ -160,14 +189,25 @@ def dropout_renormalised(a, keep, p):
     return np.divide(w, total, out=np.zeros_like(w), where=total > 0)
 
 
+@model("floor_division", N_("you divided with `//`, floor division: `a // (1 - p)` rounds every weight (all below "
+       "1) down to 0. Divide with `/`."))
+def dropout_floor_division(a, keep, p):
+    return np.floor_divide(a * keep, 1 - p)
+
+
 P_AS_KEEP = Mistake("p_is_keep_probability", N_("p was used as the keep probability instead of the drop "
                     "probability: p is the probability of dropping an entry, so about a fraction p of the "
                     "entries must be zero."))
-SHARED_MASK = Mistake("shared_mask", N_("every row has the same entries dropped (one keep/drop pattern shared by "
-                      "all rows): draw one independent decision per weight, an array of shape `a.shape`."))
+SHARED_MASK = Mistake("shared_mask", N_("one keep/drop pattern is shared by several rows or by several slices of "
+                      "the leading axes (batch, heads): draw one independent decision per weight, an array of "
+                      "shape `a.shape` (all axes, not only the last two)."))
 WHOLE_ROWS = Mistake("drops_whole_rows", N_("whole rows are dropped or kept at once (one decision per row, e.g. "
                      "`rng.random((T, 1))`). Dropout decides for each weight independently: draw "
                      "`rng.random(a.shape)`."))
+EXACT_COUNT = Mistake("exact_count", N_("you drop an exact number of weights (round(p x S) in each row, or "
+                      "round(p x N) in the array). Dropout decides for each weight independently, so the number "
+                      "dropped varies from row to row and from call to call (a binomial count): draw "
+                      "`rng.random(a.shape) >= p` instead of choosing positions."))
 CORRELATED = Mistake("correlated_mask", N_("neighbouring entries are dropped together far more often than chance "
                      "allows (the decisions are not independent). Draw one independent uniform number per "
                      "weight: `rng.random(a.shape) >= p`."))
@@ -177,12 +217,20 @@ IGNORES_RNG = Mistake("ignores_rng", N_("two calls with generators made from the
 RESEEDS = Mistake("reseeds", N_("two calls with the same generator gave the same mask: do not re-seed inside the "
                   "function; just draw from `rng`."))
 WRONG_RATE = Mistake("wrong_rate", N_("the fraction of dropped entries is far from p."))
+NOT_FINITE = Mistake("not_finite", N_("the result contains nan or inf (a division by zero, by p when p = 0?)."))
+
+P = 0.25
 
 
-@checker(N_("dropout on attention weights"), DROPOUT_MISTAKES + [P_AS_KEEP, SHARED_MASK, WHOLE_ROWS, CORRELATED,
-                                                             WRONG_RATE, IGNORES_RNG, RESEEDS])
+def _draw(run, fn, case, a, p, rng):
+    return run.array(run.call(fn, case, a, p, rng), case, shape=a.shape)
+
+
+@checker(N_("dropout on attention weights"), DROPOUT_MISTAKES + [P_AS_KEEP, SHARED_MASK, WHOLE_ROWS, EXACT_COUNT,
+                                                             CORRELATED, WRONG_RATE, IGNORES_RNG, RESEEDS,
+                                                             NOT_FINITE])
 def check_dropout(run, fn):
-    """Check ``fn(a, p, rng)``: inverted dropout on weights ``a`` (a float64 NumPy array) with drop
+    """Check ``fn(a, p, rng)``: inverted dropout on weights ``a`` (a float64 NumPy array of any shape) with drop
     probability ``p``.
 
     Each entry is kept with probability 1 - p, independently of every other, and then divided
@@ -191,66 +239,121 @@ def check_dropout(run, fn):
     """
     rng = seeds.rng(5)
     a_small = ref.softmax(rng.normal(size=(3, 4)))
-    case = N_("p = 0 (nothing is dropped)")
-    got = run.array(run.call(fn, case, a_small, 0.0, seeds.rng(0)), case, shape=a_small.shape)
-    if np.all(np.nan_to_num(got) == 0):
-        run.fail(_("With p = 0 every weight was dropped: {explanation}").format(
-            explanation=P_AS_KEEP.text), P_AS_KEEP.name)
-    if not close(got, a_small):
-        run.fail(_("With p = 0 nothing may be dropped and the weights must come back unchanged."))
-
     a = ref.softmax(rng.normal(size=(400, 50)))
-    p = 0.25
-    case = N_("400 x 50 weights with p = 0.25")
-    got = run.array(run.call(fn, case, a, p, seeds.rng(11)), case, shape=a.shape)
+    a4 = ref.softmax(rng.normal(size=(2, 3, 40, 50)))
+    zero_case, case, case4 = (N_("p = 0 (nothing is dropped)"), N_("400 x 50 weights with p = 0.25"),
+                              N_("weights of shape (B, H, T, S) = (2, 3, 40, 50) with p = 0.25"))
+    got0 = _draw(run, fn, zero_case, a_small, 0.0, seeds.rng(0))
+    got = _draw(run, fn, case, a, P, seeds.rng(11))
+    if not close(got0, a_small) or not np.all(np.isfinite(got)):
+        _explain_values(run, zero_case, case, a_small, got0, a, got)
     keep = got != 0
-    expected = a * keep / (1 - p)
-    if not close(got, expected):
-        mistake = next((m for m in DROPOUT_MISTAKES if close(got, m.model(a, keep, p))), None)
-        if mistake is not None:
-            run.fail(_("On {case}: {explanation}").format(case=_(case), explanation=mistake.text), mistake.name)
-        run.fail(_("On {case}, the entries you kept are not `a / (1 - p)`: the largest difference "
-                   "is {value:.3g}.").format(
-                       case=_(case), value=np.nan_to_num(np.abs(got - expected), nan=np.inf).max()))
+    if not close(got, a * keep / (1 - P)):
+        _explain_values(run, zero_case, case, a_small, got0, a, got)
     _independence(run, case, keep)
     dropped = 1 - keep.mean()
-    spread = 5 * np.sqrt(p * (1 - p) / keep.size)
-    if abs(dropped - (1 - p)) < spread:
-        run.fail(_("On {case}, you dropped {dropped:.1%} of the entries: {explanation}").format(
-            case=_(case), dropped=dropped, explanation=P_AS_KEEP.text), P_AS_KEEP.name)
-    if abs(dropped - p) > spread:
+    spread = 5 * np.sqrt(P * (1 - P) / keep.size)         # 5 standard errors: 5.7e-7 two-sided
+    if abs(dropped - P) > spread:
+        if abs(dropped - (1 - P)) < spread:
+            run.fail(_("On {case}, you dropped {dropped:.1%} of the entries: {explanation}").format(
+                case=_(case), dropped=dropped, explanation=P_AS_KEEP.text), P_AS_KEEP.name)
         run.fail(_("On {case}, you dropped {dropped:.1%} of the entries; about {p:.0%} should be "
-                   "zero.").format(case=_(case), dropped=dropped, p=p),
-                 WRONG_RATE.name)
-    again = run.array(run.call(fn, case, a, p, seeds.rng(11)), case, shape=a.shape)
+                   "zero.").format(case=_(case), dropped=dropped, p=P), WRONG_RATE.name)
+    again = _draw(run, fn, case, a, P, seeds.rng(11))
     if not np.array_equal(again, got):
         run.fail(IGNORES_RNG.text[0].upper() + IGNORES_RNG.text[1:], IGNORES_RNG.name)
     shared = seeds.rng(3)
-    first = run.array(run.call(fn, case, a, p, shared), case, shape=a.shape)
-    second = run.array(run.call(fn, case, a, p, shared), case, shape=a.shape)
+    first, second = _draw(run, fn, case, a, P, shared), _draw(run, fn, case, a, P, shared)
     if np.array_equal(first, second):
         run.fail(RESEEDS.text[0].upper() + RESEEDS.text[1:], RESEEDS.name)
+    got4 = _draw(run, fn, case4, a4, P, seeds.rng(17))
+    keep4 = got4 != 0
+    if not close(got4, a4 * keep4 / (1 - P)):
+        run.fail(_("On {case}, the entries you kept are not `a / (1 - p)`: the largest difference is "
+                   "{value:.3g}.").format(case=_(case4), value=np.nan_to_num(np.abs(got4 - a4 * keep4 / (1 - P)),
+                                                                                nan=np.inf).max()))
+    _shared_across_slices(run, case4, keep4)
+    _independence(run, case4, keep4.reshape(-1, keep4.shape[-1]))
+    _exact_totals(run, case, [(k, P) for k in (keep, first != 0, second != 0, keep4)])
     sums = got.sum(axis=-1)
     return run.passed(_("Kept entries equal a / (1 - p), {dropped:.1%} dropped (p = {p}), "
-                        "decisions independent within rows, across rows and between neighbours, "
+                        "decisions independent within rows, across rows, between neighbours and across "
+                        "the batch and head axes, with counts that vary as a binomial count does, "
                         "reproducible from `rng`. Row sums: mean {value:.3f}, from {value2:.2f} to "
                         "{value3:.2f}, equal to 1 only in expectation.").format(
-                            dropped=dropped, p=p, value=sums.mean(), value2=sums.min(), value3=sums.max()))
+                            dropped=dropped, p=P, value=sums.mean(), value2=sums.min(), value3=sums.max()))
+
+
+def _explain_values(run, zero_case, case, a_small, got0, a, got):
+    """The values are wrong: name the mistake that explains both the p = 0 case and the p = 0.25 one."""
+    keep = got != 0
+    dropped = 1 - keep.mean()
+    if abs(dropped - (1 - P)) < 5 * np.sqrt(P * (1 - P) / keep.size):     # p kept, 1 - p dropped
+        zero = float(np.mean(np.nan_to_num(got0) == 0))
+        run.fail(_("On {case}, you dropped {dropped:.1%} of the entries (with p = 0: {zero:.0%}): "
+                   "{explanation}").format(case=_(case), dropped=dropped, zero=zero, explanation=P_AS_KEEP.text),
+                 P_AS_KEEP.name)
+    for mistake in DROPOUT_MISTAKES:
+        with np.errstate(all="ignore"):
+            at_zero, at_p = mistake.model(a_small, np.ones_like(keep[:1, :1]), 0.0), mistake.model(a, keep, P)
+        at_zero = np.broadcast_to(at_zero, a_small.shape)
+        fits_zero = close(got0, at_zero) or (keep.any() and not np.all(np.isfinite(at_zero)))  # inf: 1 / p at p = 0
+        if close(got, at_p) and fits_zero:
+            run.fail(_("On {case} (and it fits {other} too): {explanation}").format(
+                case=_(case), other=_(zero_case), explanation=mistake.text), mistake.name)
+    if not (np.all(np.isfinite(got0)) and np.all(np.isfinite(got))):
+        bad = zero_case if not np.all(np.isfinite(got0)) else case
+        run.fail(_("On {case}, your result contains nan or inf: a division by zero (by p, which is 0 here?) or "
+                   "by a sum that is 0?").format(case=_(bad)), NOT_FINITE.name)
+    if not close(got0, a_small):
+        run.fail(_("With p = 0 nothing may be dropped and the weights must come back unchanged: {difference}.")
+                 .format(difference=describe_difference(got0, a_small)))
+    run.fail(_("On {case}, the entries you kept are not `a / (1 - p)`: {difference}.").format(
+        case=_(case), difference=describe_difference(got, a * keep / (1 - P))))
 
 
 def _independence(run, case, keep):
-    """Fail unless the keep decisions vary within rows, across rows, and between neighbours."""
+    """Fail unless the keep decisions vary within rows, across rows, between neighbours, and in number."""
     constant_rows = (keep == keep[:, :1]).all(axis=1).mean()
-    if constant_rows > 0.5:       # independent entries: P(a row of 50 is constant) is about 6e-7
+    if constant_rows > 0.5:       # independent entries: P(a row of 50 is constant) is about 5.7e-7
         run.fail(_("On {case}, {constant_rows:.0%} of the rows are dropped or kept as a whole: "
                    "{explanation}").format(
                        case=_(case), constant_rows=constant_rows, explanation=WHOLE_ROWS.text), WHOLE_ROWS.name)
     if (keep == keep[:1]).all():
-        run.fail(_("On {case}: {explanation}").format(case=_(case), explanation=SHARED_MASK.text), SHARED_MASK.name)
+        run.fail(_("On {case}, every row has the same entries dropped: {explanation}").format(
+            case=_(case), explanation=SHARED_MASK.text), SHARED_MASK.name)
+    counts = (~keep).sum(axis=1)
+    S = keep.shape[1]
+    dispersion = counts.var(ddof=1) / (S * P * (1 - P))
+    if dispersion < 0.4:          # chi-square with 239 or 399 degrees of freedom: below 2.4e-18
+        run.fail(_("On {case}, the number of dropped weights per row hardly varies (from {low} to {high}; its "
+                   "variance is {ratio:.2f} of the binomial variance S p (1 - p)): {explanation}").format(
+                       case=_(case), low=counts.min(), high=counts.max(), ratio=dispersion,
+                       explanation=EXACT_COUNT.text), EXACT_COUNT.name)
     k = keep.astype(float)
     for left, right in ((k[:, :-1], k[:, 1:]), (k[:-1], k[1:])):
         corr = np.corrcoef(left.ravel(), right.ravel())[0, 1]
-        if abs(corr) > 5 / np.sqrt(left.size):       # five standard errors of a zero correlation
+        if abs(corr) > 5 / np.sqrt(left.size):       # five standard errors of a zero correlation: 5.7e-7
             run.fail(_("On {case}, the keep decisions of neighbouring entries have correlation "
                        "{corr:.2f}: {explanation}").format(
                            case=_(case), corr=corr, explanation=CORRELATED.text), CORRELATED.name)
+
+
+def _shared_across_slices(run, case, keep4):
+    """Fail when two (T, S) slices of the batch and head axes carry the same mask (independent: about 0.62**2000)."""
+    slices = keep4.reshape(-1, *keep4.shape[-2:])
+    for i in range(len(slices)):
+        for j in range(i + 1, len(slices)):
+            if np.array_equal(slices[i], slices[j]):
+                b1, h1 = np.unravel_index(i, keep4.shape[:2])
+                b2, h2 = np.unravel_index(j, keep4.shape[:2])
+                run.fail(_("On {case}, the slices [b = {b1}, h = {h1}] and [b = {b2}, h = {h2}] have exactly the same "
+                           "entries dropped: {explanation}").format(case=_(case), b1=b1, h1=h1, b2=b2, h2=h2,
+                                                                     explanation=SHARED_MASK.text), SHARED_MASK.name)
+
+
+def _exact_totals(run, case, masks):
+    """Fail when every call drops exactly round(p N) weights (independent: at most 0.0084 a call, 2.3e-9 for four)."""
+    if all(int((~keep).sum()) == int(round(p * keep.size)) for keep, p in masks):
+        run.fail(_("On {case} and three more calls, every call dropped exactly round(p x N) weights: "
+                   "{explanation}").format(case=_(case), explanation=EXACT_COUNT.text), EXACT_COUNT.name)

@@ -9,7 +9,7 @@ runs the notebook in a sandbox and calls its functions on the inputs the grader 
 * :mod:`.remote` is the grader's end of the channel (``StudentProcess``, ``StudentFunction``),
   :mod:`.untrusted` the student's end, :mod:`.wire` the data that crosses (never pickle),
   :mod:`.references` the objects a checker hands over by name, :mod:`.scrub` what of the
-  student's text may reach the feedback, :mod:`.recording` forbidden entry points;
+  student's text may reach the feedback (forbidden entry points: :mod:`attnlab.checks.forbidden`);
 * :mod:`.sandbox` starts the student's process (bubblewrap, or a bare process);
 * :mod:`.notebook` reads a submission; :mod:`.gradebook` grades a folder (``make grade``, through ``bookbuild.grade``);
 * :mod:`.otter_plugin` and :mod:`.autograder` do the same for otter-grader and Gradescope;

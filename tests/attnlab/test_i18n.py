@@ -293,7 +293,7 @@ def test_a_checker_names_the_same_mistake_in_chinese_and_is_english_again_afterw
     chinese = getattr(checks, name)(fn)
     assert (chinese.status, chinese.mistake, chinese.task) == (english.status, english.mistake, english.task)
     assert chinese.message != english.message and CJK.search(chinese.message)
-    assert "典型错误" in chinese.message and code in chinese.message        # "a classic mistake", the same fix
+    assert "常见错误" in chinese.message and code in chinese.message        # "a classic mistake", the same fix
     assert any(i18n._(text) != text and i18n._(text) in chinese.message for text in explanations)
     assert "未通过" in str(chinese) and "未通过" in chinese._repr_html_()   # the status word, translated
     i18n.set_language("en")
@@ -449,7 +449,7 @@ def test_check_answer_speaks_chinese_with_the_question_described_in_chinese():
              ("cost.attn_bytes_2k", "8 MB"), ("no.such_question", 1)]
     english = [checks.check_answer(*call) for call in calls]
     assert [r.status for r in english] == ["not attempted yet", "passed", "failed", "failed", "failed"]
-    assert english[1].message.startswith("Correct: the variance") and "1024" in english[1].message
+    assert english[1].message.startswith("Correct: Exercise 2.1: the variance") and "1024" in english[1].message
     i18n.set_language("zh_CN")
     chinese = [checks.check_answer(*call) for call in calls]
     for zh, en in zip(chinese, english):

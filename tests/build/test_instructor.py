@@ -78,7 +78,8 @@ def test_student_toc_is_the_full_toc_without_solutions():
 def test_notebook_conversion_renders_myst_as_plain_markdown():
     nb = make_notebooks.to_notebook(ROOT / "exercises" / "ex01_qkv.md")
     text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
-    assert "### Exercise: The transpose trap, by hand" in text
+    assert "### Exercise 1.2: The transpose trap, by hand" in text
+    assert "argument of Exercise 1.6." in text                     # a reference to an exercise
     assert "{ref}" not in text and ":::" not in text and "(ex-qkv)=" not in text
     assert "sol-qkv" not in text                                            # no links to solutions
     assert any("raise NotImplementedError" in c.source for c in nb.cells if c.cell_type == "code")

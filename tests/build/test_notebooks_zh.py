@@ -185,7 +185,7 @@ def test_exercise_sheet_names_its_chapter_and_drops_the_solutions_link():
     text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
     title = make_notebooks.reference_titles("zh_CN")["ch-qkv"]
     assert title in text and "sol-qkv" not in text and "解答 <" not in text
-    assert "### 练习：" in text
+    assert "### 练习 1.2：" in text and "练习 1.6 的" in text
 
 
 def test_chinese_master_notebook_keeps_code_checks_and_tests():

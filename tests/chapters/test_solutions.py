@@ -40,7 +40,11 @@ def test_each_checked_exercise_is_solved_and_asserted(page):
         code = "\n".join(text for kind, text in solution["parts"] if kind == "code")
         for check in wanted:
             assert check + "(" in code, f"{page.name}: the solution of {label} never calls {check}"
-        assert code.count("assert result.passed") >= len(wanted), f"{page.name}: {label} does not assert"
+        # A checker's result is asserted in a hidden cell (visible cells hold no assert):
+        # `assert result.passed`, or for a numeric answer `assert question(...).passed`,
+        # which declares the answer and checks the solution's value against it.
+        asserted = len(re.findall(r"assert (?:result\.passed|question\()", code))
+        assert asserted >= len(wanted), f"{page.name}: {label} does not assert"
 
 
 def run(page, timeout=600):

@@ -88,7 +88,6 @@ def sdpa_attention(q, k, v, allowed=None):
 
 
 def test_attention_reference_passes():
-    assert C.check_attention(al.attention).passed
     assert C.check_attention(student_attention).passed
     assert C.check_attention(sdpa_attention).passed
 
@@ -228,7 +227,7 @@ def test_scores_as_float32():
 def test_attention_empty_row_uniform_by_design_gets_no_error():
     """A function that returns something for an empty row that matches no model: told to raise."""
     def ones_for_empty(q, k, v, allowed=None):
-        out = al.attention(q, k, v, allowed=allowed) if allowed is None or allowed.any(-1).all() else None
+        out = student_attention(q, k, v, allowed) if allowed is None or allowed.any(-1).all() else None
         return np.ones(q.shape[:-1] + (v.shape[-1],)) if out is None else out
     assert_diagnosis(C.check_attention(ones_for_empty), "empty_row_accepted", "must raise ValueError")
 
@@ -272,3 +271,12 @@ def test_attention_with_a_float_mask_multiplied_in():
             s = s * allowed
         return np_softmax(s) @ v
     assert_diagnosis(C.check_attention(multiplied), "mask_multiplied", "multiplied into the scores")
+
+
+def test_attention_through_the_package_reference_is_named_as_a_forbidden_call():
+    """The sheets ask for attention written by hand: calling attnlab's reference is named, not passed."""
+    assert_diagnosis(C.check_attention(al.attention), "forbidden_call", "`attnlab.reference.attention`")
+
+    def via_al(q, k, v, allowed=None):
+        return al.attention(q, k, v, allowed=allowed)
+    assert_diagnosis(C.check_attention(via_al, masks_too=False), "forbidden_call", "write the computation yourself")

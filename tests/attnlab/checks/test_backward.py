@@ -17,6 +17,15 @@ from .support import assert_diagnosis, assert_not_attempted, np_softmax, stub
 # ------------------------------------------------------------------------------------ softmax backward
 
 
+def hand_backward(q, k, v, g):
+    """A student's attention backward, written from the formulas."""
+    c = 1 / math.sqrt(q.shape[-1])
+    a = np_softmax(q @ np.swapaxes(k, -1, -2) * c)
+    da = g @ np.swapaxes(v, -1, -2)
+    du = a * (da - (a * da).sum(-1, keepdims=True))
+    return du @ k * c, np.swapaxes(du, -1, -2) @ q * c, np.swapaxes(a, -1, -2) @ g
+
+
 def test_softmax_backward_reference_passes():
     def mine(a, g):
         return a * (g - np.sum(a * g, axis=-1, keepdims=True))
@@ -26,7 +35,7 @@ def test_softmax_backward_reference_passes():
         torch.softmax(x, -1).backward(torch.from_numpy(g))
         return x.grad.numpy()
     assert C.check_softmax_backward(mine).passed
-    assert C.check_softmax_backward(autograd).passed
+    assert_diagnosis(C.check_softmax_backward(autograd), "forbidden_call", "`torch.Tensor.backward`")
 
 
 def test_softmax_backward_stub_not_attempted():
@@ -95,9 +104,11 @@ def autograd_backward(q, k, v, g):
 
 
 def test_attention_backward_reference_passes():
-    assert C.check_attention_backward(al.grad.attention_backward).passed
+    assert C.check_attention_backward(hand_backward).passed
+    assert_diagnosis(C.check_attention_backward(al.grad.attention_backward), "forbidden_call",
+                     "`attnlab.grad.attention_backward`")
     assert C.check_attention_backward(student_backward).passed
-    assert C.check_attention_backward(autograd_backward).passed
+    assert_diagnosis(C.check_attention_backward(autograd_backward), "forbidden_call", "torch.Tensor.backward")
 
 
 def test_attention_backward_stub_not_attempted():
@@ -203,25 +214,22 @@ def test_attention_backward_returning_a_list_of_two():
     assert_diagnosis(result, "not_a_triple", "(dq, dk, dv)")
 
 
-def test_attention_backward_via_autograd_in_float64_passes():
+def test_attention_backward_via_autograd_is_named_as_a_forbidden_call():
     def autograd(q, k, v, g):
         tq, tk, tv = (torch.from_numpy(a).requires_grad_() for a in (q, k, v))
         out = torch.softmax(tq @ tk.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1) @ tv
         out.backward(torch.from_numpy(g))
         return tq.grad.numpy(), tk.grad.numpy(), tv.grad.numpy()
-    assert C.check_attention_backward(autograd).passed
+    assert_diagnosis(C.check_attention_backward(autograd), "forbidden_call", "write the computation yourself")
 
 
 def test_attention_backward_returning_tensors_is_refused():
     def tensors(q, k, v, g):
-        tq, tk, tv = (torch.from_numpy(a).requires_grad_() for a in (q, k, v))
-        out = torch.softmax(tq @ tk.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1) @ tv
-        out.backward(torch.from_numpy(g))
-        return tq.grad, tk.grad, tv.grad
+        return tuple(torch.from_numpy(x) for x in hand_backward(q, k, v, g))
     assert_diagnosis(C.check_attention_backward(tensors), "wrong_type", "NumPy array")
 
 
 def test_attention_backward_in_float32():
     def float32(q, k, v, g):
-        return tuple(x.astype(np.float32) for x in al.grad.attention_backward(q, k, v, g))
+        return tuple(x.astype(np.float32) for x in hand_backward(q, k, v, g))
     assert_diagnosis(C.check_attention_backward(float32), "not_float64", "float32")

@@ -13,12 +13,11 @@ import pytest
 import sympy
 import torch
 
-import attnlab as al
 import attnlab.checks as C
 from attnlab.checks import limits
 from attnlab.checks.registry import REGISTRY
 
-from .support import assert_diagnosis
+from .support import assert_diagnosis, np_softmax
 
 FUNCTION_CHECKERS = sorted(name for name in REGISTRY if name != "check_answer")
 
@@ -72,12 +71,9 @@ def test_the_environment_variable_sets_the_default_limit_and_the_argument_wins(m
     assert_diagnosis(C.check_softmax(_hang), "time_limit", "longer than 0.2 s")
     assert_diagnosis(C.check_softmax(_hang, timeout=0.4), "time_limit", "longer than 0.4 s")
     monkeypatch.setenv("ATTNLAB_CHECK_TIMEOUT", "soon")
-    with pytest.raises(ValueError, match="ATTNLAB_CHECK_TIMEOUT"):
-        C.check_softmax(al.softmax)
+    assert_diagnosis(C.check_softmax(np_softmax), "bad_arguments", "ATTNLAB_CHECK_TIMEOUT must be a positive")
     monkeypatch.delenv("ATTNLAB_CHECK_TIMEOUT")
     assert limits.limit_seconds() == limits.DEFAULT_SECONDS
-    with pytest.raises(ValueError, match="timeout"):
-        C.check_softmax(al.softmax, timeout=0)
 
 
 def test_a_hang_that_swallows_every_exception_is_still_reported():
@@ -89,7 +85,7 @@ def test_a_hang_that_swallows_every_exception_is_still_reported():
                 time.sleep(0.01)
             except BaseException:
                 pass
-        return al.softmax(x)
+        return np_softmax(x)
     assert_diagnosis(C.check_softmax(stubborn, timeout=0.3), "time_limit", "longer than 0.3 s")
 
 
@@ -109,7 +105,7 @@ def test_off_the_main_thread_results_and_errors_come_back():
     box = {}
 
     def run():
-        box["ok"] = C.check_softmax(al.softmax)
+        box["ok"] = C.check_softmax(np_softmax)
         box["raises"] = C.check_softmax(lambda x: 1 / 0)
     worker = threading.Thread(target=run)
     worker.start()
@@ -122,7 +118,7 @@ def test_an_outer_alarm_and_its_handler_are_restored():
     previous = signal.signal(signal.SIGALRM, lambda *a: fired.append(1))
     try:
         signal.setitimer(signal.ITIMER_REAL, 50.0)
-        assert C.check_softmax(al.softmax).passed
+        assert C.check_softmax(np_softmax).passed
         left, _ = signal.getitimer(signal.ITIMER_REAL)
         assert 40.0 < left <= 50.0
         assert signal.getsignal(signal.SIGALRM) is not previous and not fired
@@ -153,7 +149,9 @@ def test_inputs_changed_in_place_are_reported():
 
     def in_place_torch(q, k, v):
         q.mul_(1.0 / q.shape[-1] ** 0.5)
-        return torch.nn.functional.scaled_dot_product_attention(q, k, v, enable_gqa=True, scale=1.0)
+        r = q.shape[-3] // k.shape[-3]
+        return torch.nn.functional.scaled_dot_product_attention(q, k.repeat_interleave(r, -3),
+                                                                v.repeat_interleave(r, -3), scale=1.0)
     assert_diagnosis(C.check_gqa_attention(in_place_torch), "changes_input", "in place")
 
 
@@ -251,6 +249,7 @@ def test_the_time_limit_works_inside_a_jupyter_kernel(tmp_path):
 
 
 def test_a_checker_called_with_arguments_it_does_not_take_says_so():
-    result = C.check_softmax(al.softmax, masks_too=False)
+    result = C.check_softmax(np_softmax, masks_too=False)
     assert_diagnosis(result, "bad_arguments", "arguments it does not take")
-    assert C.check_attention(al.attention, masks_too=False).passed
+    assert C.check_attention(lambda q, k, v: np_softmax(q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])) @ v,
+                             masks_too=False).passed

@@ -92,7 +92,8 @@ def gqa(q, k, v):
 
 def test_gqa_reference_passes():
     assert C.check_gqa_attention(gqa).passed
-    assert C.check_gqa_attention(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, enable_gqa=True)).passed
+    assert_diagnosis(C.check_gqa_attention(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, enable_gqa=True)),
+                     "forbidden_call", "enable_gqa=True")
 
 
 def test_gqa_stub_not_attempted():
@@ -138,7 +139,8 @@ def mha_by_hand(x, mha, *, transpose=True, in_bias=True, out_bias=True, scale=Tr
 
 def test_mha_from_torch_reference_passes():
     assert C.check_mha_from_torch(mha_by_hand).passed
-    assert C.check_mha_from_torch(lambda x, m: m(x, x, x, need_weights=False)[0]).passed
+    assert_diagnosis(C.check_mha_from_torch(lambda x, m: m(x, x, x, need_weights=False)[0]), "forbidden_call",
+                     "`torch.nn.MultiheadAttention.forward`")
 
 
 def test_mha_from_torch_stub_not_attempted():
@@ -198,9 +200,9 @@ def _out_untransposed(x, mha):
     return merge(a @ split(v, H)) @ mha.out_proj.weight + mha.out_proj.bias
 
 
-def test_mha_from_torch_through_the_module_itself_with_grad_passes():
-    """Returning the module's own output (requires grad, not detached) is accepted: no crash on grad."""
-    assert C.check_mha_from_torch(lambda x, mha: mha(x, x, x)[0]).passed
+def test_mha_from_torch_through_the_module_itself_is_named_as_a_forbidden_call():
+    """Returning the module's own output (requires grad, not detached): named, and no crash on grad."""
+    assert_diagnosis(C.check_mha_from_torch(lambda x, mha: mha(x, x, x)[0]), "forbidden_call", "write the computation")
 
 
 def test_mha_from_torch_scaled_by_the_model_width():
@@ -209,8 +211,7 @@ def test_mha_from_torch_scaled_by_the_model_width():
         q, k, v = (x @ w.T + b for w, b in zip(mha.in_proj_weight.chunk(3), mha.in_proj_bias.chunk(3)))
         a = torch.softmax(split(q, H) @ split(k, H).transpose(-2, -1) / math.sqrt(d), dim=-1)
         return merge(a @ split(v, H)) @ mha.out_proj.weight.T + mha.out_proj.bias
-    result = C.check_mha_from_torch(by_d)
-    assert not result.passed and "differs from the reference" in result.message, result
+    assert_diagnosis(C.check_mha_from_torch(by_d), "scale_by_d_model", "the model width")
 
 
 def test_split_heads_returning_numpy_is_refused():
@@ -270,7 +271,8 @@ def test_gqa_returning_bfloat16_is_compared_and_rejected_only_by_values():
 
 
 def test_gqa_with_sdpa_and_enable_gqa_passes():
-    assert C.check_gqa_attention(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, enable_gqa=True)).passed
+    assert_diagnosis(C.check_gqa_attention(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, enable_gqa=True)),
+                     "forbidden_call", "enable_gqa=True")
 
 
 def test_split_heads_with_unflatten_in_the_wrong_order():

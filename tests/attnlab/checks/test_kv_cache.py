@@ -105,11 +105,12 @@ def test_absorbed_reference_passes():
     assert C.check_absorbed_attention(absorbed).passed
 
 
-def test_explicit_path_also_passes():
+def test_explicit_path_is_named():
+    """The sheet asks for the absorbed path: forming K_h and V_h is measured and named."""
     def explicit(q, c, w_uk, w_uv, w_o):
         return sum(np_softmax(q[h] @ (c @ w_uk[h]).T / np.sqrt(q.shape[-1])) @ (c @ w_uv[h]) @ w_o[h]
                    for h in range(q.shape[0]))
-    assert C.check_absorbed_attention(explicit).passed
+    assert_diagnosis(C.check_absorbed_attention(explicit), "explicit_keys", "forms a head's keys or values")
 
 
 def test_absorbed_stub():

@@ -420,7 +420,7 @@ def test_ablated_output_in_place_change_of_w_o_is_reported():
 def test_ablated_output_exception_is_one_line_message():
     result = C.check_ablated_output(lambda x, p, h, v: x @ p.w_q[:3])     # (B, T, d) @ (3, d)
     assert result.status == "failed" and "raised" in result.message and "Traceback" not in result.message
-    assert "matrix product" in result.message
+    assert "row-vector convention" in result.message and "p.w_q[:, h*d_head:(h+1)*d_head]" in result.message
 
 
 # ------------------------------------------------------------------------------------ never hang, never raise

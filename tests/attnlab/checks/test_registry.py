@@ -13,7 +13,6 @@ from attnlab.checks.catalogue import CATALOGUE, mistake_names, summary
 from attnlab.checks.registry import COMMON_MISTAKES, REGISTRY
 
 HERE = pathlib.Path(__file__).parent
-NEW_LAYOUT = HERE.parent / "attnlab" / "checks"        # tests of new topics (tests/attnlab/ mirrors the package)
 
 
 def covered_pairs(path: pathlib.Path) -> set:
@@ -31,16 +30,14 @@ def test_every_topic_mistake_has_a_test_in_its_topic_file():
     missing = []
     for name, entry in REGISTRY.items():
         test_file = HERE / f"test_{entry.topic}.py"
-        if not test_file.exists():
-            test_file = NEW_LAYOUT / test_file.name
         assert test_file.exists(), f"{name} is defined in {entry.topic}.py but {test_file.name} does not exist"
-        pairs = covered_pairs(test_file)
+        pairs = covered_pairs(test_file).union(*(covered_pairs(p) for p in HERE.glob("test_*.py")))
         missing += [(name, m) for m in entry.mistake_names() if (name, m) not in pairs]
     assert not missing, missing
 
 
 def test_every_common_failure_has_a_test():
-    pairs = set().union(*(covered_pairs(p) for p in [*HERE.glob("test_*.py"), *NEW_LAYOUT.glob("test_*.py")]))
+    pairs = set().union(*(covered_pairs(p) for p in HERE.glob("test_*.py")))
     names = {m for _, m in pairs}
     missing = [m.name for m in COMMON_MISTAKES if m.name not in names]
     assert not missing, missing

@@ -16,8 +16,8 @@ import pytest
 import torch
 
 from attnlab.checks import causal, structure
+from attnlab.checks.forbidden import recording
 from attnlab.grading import references, wire
-from attnlab.grading.recording import recording
 from attnlab.grading.scrub import scrub
 
 
