@@ -3,7 +3,7 @@ fingerprints alone (the package never stores the answer)."""
 import pytest
 
 import attnlab.checks as C
-from tests.checks.support import assert_diagnosis
+from tests.attnlab.checks.support import assert_diagnosis
 
 SLIPS = [   # (question, a wrong value, what the hint must say); right values: 9, 1024, 2**23, 16, 64
     ("masks.keys_visible_5_6", 8, "one less than the right one"),

@@ -69,7 +69,7 @@ def test_an_entry_point_of_a_module_that_is_not_imported_is_skipped():
 
 def test_a_checker_names_a_forbidden_call():
     import attnlab.checks as C
-    from tests.checks.support import assert_diagnosis
+    from tests.attnlab.checks.support import assert_diagnosis
 
     result = C.check_causal_mask(lambda T, S, offset: al.masks.causal(T, S, offset))
     assert_diagnosis(result, "forbidden_call", "your function called `attnlab.masks.causal`")

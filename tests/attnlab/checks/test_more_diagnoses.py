@@ -2,7 +2,7 @@
 import numpy as np
 
 import attnlab.checks as C
-from tests.checks.support import assert_diagnosis
+from tests.attnlab.checks.support import assert_diagnosis
 
 
 def test_dropout_dividing_by_p_gives_inf_at_p_zero():

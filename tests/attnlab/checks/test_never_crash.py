@@ -7,7 +7,7 @@ import pytest
 import attnlab as al
 import attnlab.checks as C
 from attnlab.checks import limits
-from tests.checks.support import assert_diagnosis, np_softmax
+from tests.attnlab.checks.support import assert_diagnosis, np_softmax
 
 
 @pytest.mark.parametrize("timeout", [0, -1, "abc", float("nan"), float("inf"), True, [1]])
