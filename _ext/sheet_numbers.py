@@ -1,4 +1,4 @@
-"""Exercises are numbered by their sheet: the second exercise of ``exercises/ex03_masks.md`` is Exercise 3.2.
+"""Bespoke: exercises are numbered by their sheet: the second exercise of ``exercises/ex03_masks.md`` is Exercise 3.2.
 
 sphinx-exercise numbers exercises through Sphinx's figure numbering, one count for the whole book
 ("Exercise 27"). A student, a solution page, a checker message and the instructors' table all say

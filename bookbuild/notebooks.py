@@ -85,12 +85,12 @@ def _role(match: re.Match, w: dict, titles: dict | None = None, glued: dict | No
     names = w["chapters"]
     if role in ("ref", "doc"):
         label = body.strip("/").split("/")[-1]
+        if label in w.get("labels", {}):                      # "Exercise 1.6"
+            return w["labels"][label]
         if titles and label in titles:
             return titles[label]
         if label in names:
             return names[label]
-        if label in w.get("labels", {}):                      # "Exercise 1.6"
-            return w["labels"][label]
         if label.startswith("ex-") and "ch-" + label[3:] in names:
             return w["exercises of"].format(names["ch-" + label[3:]])
         return label

@@ -9,6 +9,7 @@ import numpy as np
 
 from ..i18n import N_, _
 from . import seeds
+from .diagnosis import Trial
 from .engine import Mistake, error_hint, models
 from .kernels import attend
 from .registry import checker
@@ -87,10 +88,14 @@ def check_rope(run, fn, pairing="half"):
     cases = [(N_("T = 4, d = 8, positions 0 .. 3, base 10000"), 4, 8, [0, 1, 2, 3], 10000.0),
              (N_("T = 3, d = 6, positions [7, 8, 9] (a chunk after a cache), base 100"), 3, 6, [7, 8, 9], 100.0),
              (N_("T = 5, d = 4, positions [2, 0, 40, 3, 1000], base 100000"), 5, 4, [2, 0, 40, 3, 1000], 100000.0)]
-    for case, T, d, positions, base in cases:
-        x, positions = rng.normal(size=(T, d)), np.array(positions)
-        got = run.array(run.call(fn, case, x, positions, base, hint=error_hint), case, shape=(T, d))
-        run.compare(case, got, _rope(x, positions, base, pairing), ROPE_MISTAKES, args=(x, positions, base, pairing))
+    inputs = {case: (rng.normal(size=(T, d)), np.array(positions), base) for case, T, d, positions, base in cases}
+
+    def trial(case):
+        x, positions, base = inputs[case]
+        got = run.array(run.call(fn, case, x, positions, base, hint=error_hint), case, shape=x.shape)
+        return Trial(case, got, _rope(x, positions, base, pairing), (x, positions, base, pairing))
+
+    run.each_case([c[0] for c in cases], trial, ROPE_MISTAKES)
     return run.passed(_("All {n} cases turn pair i of the row at position p by p * base^(-2i/d), pairing "
                         "{pairing!r}.").format(n=len(cases), pairing=pairing))
 
@@ -204,10 +209,15 @@ def check_alibi_bias(run, fn):
     """Check ``fn(n_heads, T, S)``: the (n_heads, T, S) additive bias -slope_h * (query position - key position), query
     row i at position S - T + i, slopes 2^(-8k/n) for k = 1 .. n (n a power of two)."""
     cases = [(N_("8 heads, T = S = 5"), 8, 5, 5), (N_("4 heads, T = 2 queries after S = 6 keys"), 4, 2, 6),
-             (N_("2 heads, T = S = 3"), 2, 3, 3)]
-    for case, n, T, S in cases:
+             (N_("2 heads, T = 3 queries after S = 4 keys"), 2, 3, 4)]
+    sizes = {case: (n, T, S) for case, n, T, S in cases}
+
+    def trial(case):
+        n, T, S = sizes[case]
         got = run.array(run.call(fn, case, n, T, S, hint=error_hint), case, shape=(n, T, S))
-        run.compare(case, got, _alibi(n, T, S), ALIBI_MISTAKES, args=(n, T, S))
+        return Trial(case, got, _alibi(n, T, S), (n, T, S))
+
+    run.each_case([c[0] for c in cases], trial, ALIBI_MISTAKES)
     return run.passed(_("All {n} cases match -slope_h * (query position - key position) with the slopes of Press "
                         "et al.").format(n=len(cases)))
 
@@ -274,8 +284,11 @@ def check_rotary_cache(run, cls):
     rng = seeds.rng(71)
     cases = [(N_("6 positions appended in chunks of 2, 1, 3"), 6, (2, 1, 3)),
              (N_("5 positions appended one at a time"), 5, (1, 1, 1, 1, 1))]
-    for case, T, chunks in cases:
-        q, k, v = rng.normal(size=(T, 4)), rng.normal(size=(T, 4)), rng.normal(size=(T, 4))
+    streams = {case: (rng.normal(size=(T, 4)), rng.normal(size=(T, 4)), rng.normal(size=(T, 4)), chunks)
+               for case, T, chunks in cases}
+
+    def trial(case):
+        q, k, v, chunks = streams[case]
         cache = run.call(cls, case, CHUNKS_BASE, hint=error_hint)
         outs, start = [], 0
         for t in chunks:
@@ -287,5 +300,7 @@ def check_rotary_cache(run, cls):
             outs.append(run.array(run.call(cache.attend, case, q[start:start + t], hint=error_hint), case,
                                   shape=(t, 4)))
             start += t
-        run.compare(case, np.concatenate(outs), _stream(q, k, v, chunks), CACHE_MISTAKES, args=(q, k, v, chunks))
+        return Trial(case, np.concatenate(outs), _stream(q, k, v, chunks), (q, k, v, chunks))
+
+    run.each_case([c[0] for c in cases], trial, CACHE_MISTAKES)
     return run.passed(_("Both streams match attention with every key rotated once by its absolute position."))

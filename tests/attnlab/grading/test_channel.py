@@ -104,7 +104,7 @@ def test_a_checkers_closures_generators_and_modules_are_rebuilt_equal():
     x = np.random.default_rng(0).normal(size=(8, 4))
     for _name, attn, _leaks in causal._probes():                # closures over arrays and lambdas
         assert np.array_equal(by_reference(attn)(x), attn(x))
-    for _name, f, _expected in structure._probes():
+    for _name, f, _expected, _seed in structure._probes():
         assert np.array_equal(by_reference(f)(x), f(x))
     rng = np.random.default_rng(3)
     rng.normal()
