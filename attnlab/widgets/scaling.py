@@ -14,6 +14,7 @@ from ._svg import ALLOWED_COLOR, Panel, Svg
 UNSCALED_COLOR = "#c05621"
 SCALED = N_("scaled by 1/√d_k")           # the toggle's values (what _compute compares); labels are translated
 UNSCALED = N_("unscaled")
+LOGIT_AXIS = 4 * np.sqrt(max(st.D_K_VALUES))   # the histogram's fixed x-range: 4 std of the widest logits
 
 
 @functools.lru_cache(maxsize=4)
@@ -25,15 +26,16 @@ def draw(s: st.ScalingState) -> str:
     """Histogram of the logits with the N(0, sigma^2) density (left); softmax statistics vs d_k (right)."""
     svg = Svg(720, 300, alt=alt(s))    # the column's width at 1280 px: shown at its drawn size
     sigma = s.logit_std_theory
-    lim = max(4.0, 4 * sigma)
-    counts, edges = np.histogram(s.logits.ravel(), bins=40, range=(-lim, lim), density=True)
+    lim = LOGIT_AXIS                             # the same x-axis for every d_k: the spread visibly grows
+    half = min(lim, 4 * sigma)                   # bins and density curve where the logits are
+    counts, edges = np.histogram(s.logits.ravel(), bins=40, range=(-half, half), density=True)
     peak = 1 / (sigma * np.sqrt(2 * np.pi))
     top = 1.15 * max(peak, counts.max())
     p = Panel(svg, 62, 34, 276, 210, xlim=(-lim, lim), ylim=(0, top))
     color = ALLOWED_COLOR if s.scaled else UNSCALED_COLOR
     for c, x0, x1 in zip(counts, edges[:-1], edges[1:]):
         svg.rect(p.X(x0), p.Y(c), p.X(x1) - p.X(x0), p.Y(0) - p.Y(c), fill=color, opacity=0.6)
-    x = np.linspace(-lim, lim, 120)
+    x = np.linspace(-half, half, 120)
     svg.polyline([(p.X(a), p.Y(b)) for a, b in zip(x, np.exp(-x ** 2 / (2 * sigma ** 2)) * peak)], sw=1.2)
     title = (_("logits, d_k = {d_k}, scaled by 1/√d_k") if s.scaled else _("logits, d_k = {d_k}, unscaled"))
     p.axes(title=title.format(d_k=s.d_k), xlabel=_("logit"), ylabel=_("density"), yfmt="{:.2g}")

@@ -30,7 +30,7 @@ AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
 FAILING = {"serious", "critical"}
 REPORTS = BUILD / "a11y"
 CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
-EXPLORER_PAGES = {"chapters/02_scaling_softmax.html": 2, "chapters/03_masks.html": 1,
+EXPLORER_PAGES = {"chapters/01_qkv.html": 1, "chapters/02_scaling_softmax.html": 1, "chapters/03_masks.html": 1,
                   "chapters/06_multihead.html": 1, "chapters/11_pretrained.html": 1}
 
 
