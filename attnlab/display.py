@@ -40,9 +40,13 @@ _ROW_GAP = r"\\[1ex]"   # between the exact line and the decimals: two matrices 
 
 
 def _exact_and_decimals(value, digits: int) -> tuple[str, str | None]:
-    """LaTeX of the exact value and of its decimals (None when it has none)."""
+    """LaTeX of the exact value and of its decimals (None when it has none).
+
+    The natural logarithm prints as ``\\ln`` (as the prose writes it): a bare ``log`` reads as base 10
+    to many readers.
+    """
     value = sp.sympify(value)
-    exact = sp.latex(value)
+    exact = sp.latex(value, ln_notation=True)
     if not _needs_decimals(value):
         return exact, None
     to_decimal = lambda e: e if e.is_Integer else e.evalf(digits)   # exact integers stay as they are

@@ -200,20 +200,24 @@ def mask_explorer(offline: bool = False, pattern: str = "causal", T: int = 6):
     return Explorer("mask_explorer", c, _compute, draw, describe, rows, _refresh, read=reading)
 
 
-# Offline frames: a few instructive values per pattern, T <= 8.
+# Offline frames: a few instructive values per pattern, T <= 8. An option's label is a message, or a
+# (message, fields) pair formatted after translation.
+SEQUENCE = N_("sequence {b}: length {n}")
 OFFLINE_GRID = [  # (pattern, parameter label, [(option label, mask_state kwargs)])
     ("none", "T", [(str(t), {"T": t}) for t in (1, 3, 6)]),
     (
         "padding",
-        N_("sequence (lengths 6, 4, 1, 0)"),
-        [(f"b={b}: L={L}", {"T": 6, "seq": b}) for b, L in enumerate((6, 4, 1, 0))],
+        N_("sequence of a right-padded batch (lengths 6, 4, 1, 0)"),
+        [((SEQUENCE, {"b": b, "n": n}), {"T": 6, "seq": b}) for b, n in enumerate((6, 4, 1, 0))],
     ),
     ("causal", "T", [(str(t), {"T": t}) for t in (1, 2, 4, 6)]),
     (
         "causal+padding",
-        N_("left-padded sequence (lengths 6, 4, 1, 0)"),
-        [(f"b={b}: L={L}", {"T": 6, "seq": b, "side": "left"}) for b, L in enumerate((6, 4, 1, 0))]
-        + [(N_("b=2, pads counted as valid"), {"T": 6, "seq": 2, "side": "left", "pad_queries_valid": True})],
+        N_("sequence of a left-padded batch (lengths 6, 4, 1, 0)"),
+        [((SEQUENCE, {"b": b, "n": n}), {"T": 6, "seq": b, "side": "left"})
+         for b, n in enumerate((6, 4, 1, 0))]
+        + [(N_("sequence 2, pads counted as queries"),
+            {"T": 6, "seq": 2, "side": "left", "pad_queries_valid": True})],
     ),
     (
         "documents",
@@ -233,9 +237,17 @@ OFFLINE_GRID = [  # (pattern, parameter label, [(option label, mask_state kwargs
 
 
 # The option each pattern opens at: one that shows what the pattern does (the padding patterns
-# open at a sequence with both real tokens and padding, not at L = 0, an all-padding grid).
+# open at a sequence with both real tokens and padding, not at length 0, an all-padding grid).
 # Patterns not listed open at their last option.
 OFFLINE_START = {"padding": 1, "causal+padding": 1, "documents": 1, "sliding window": 2}
+
+
+def _option_label(label) -> str:
+    """An option's label in the current language: a message, or a (message, fields) pair."""
+    if isinstance(label, tuple):
+        message, fields = label
+        return _(message).format(**fields)
+    return _(label)
 
 
 def _offline() -> Frames:
@@ -246,7 +258,7 @@ def _offline() -> Frames:
                             description="", style={"button_width": "auto"})
     states, params, pages = {}, [], []
     for p_index, (name, label, options) in enumerate(OFFLINE_GRID):
-        param = W.SelectionSlider(options=[_(o) for o, kwargs in options],
+        param = W.SelectionSlider(options=[_option_label(o) for o, kwargs in options],
                                   index=OFFLINE_START.get(name, len(options) - 1), description=_(label),
                                   style=style, layout=W.Layout(width="95%"), continuous_update=True)
         params.append(param)

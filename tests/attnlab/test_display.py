@@ -106,3 +106,9 @@ def test_column_pads_like_a_format_spec_and_counts_a_chinese_character_as_two_co
     assert len(column("均值", 9, "<").encode("gbk")) == 9         # GBK: 2 bytes per Chinese character
     with pytest.raises(ValueError, match="align"):
         column("x", 3, "^")
+
+
+def test_the_natural_logarithm_is_written_ln_with_its_decimals():
+    text = latex_with_decimals("dK", sp.Matrix([[3 * sp.log(3) / 8]]))
+    assert r"\ln" in text and r"\log" not in text
+    assert "0.41198" in text            # 3 ln(3) / 8 = 0.4119840...

@@ -653,7 +653,7 @@ def test_mask_explorer_padding_opens_on_a_padded_sequence(site):
         explorer.locator("select").first.select_option(label="padding (per-sequence lengths)")
         page.wait_for_timeout(500)
         text = explorer.evaluate(VISIBLE_TEXT_JS)
-        assert "2 padding queries" in text and "b=1: L=4" in text, text[:400]
+        assert "2 padding queries" in text and "sequence 1: length 4" in text, text[:400]
 
 
 # Colour contrast (WCAG) of text against the first opaque background behind it.
