@@ -149,7 +149,7 @@ def draw(s: OnlineSoftmaxState) -> str:
     q_hi = max(partial.max(), s.exact) + 0.4
     q = Panel(svg, 500, 40, 200, 190, xlim=(0.5, s.n_blocks + 0.5), ylim=(q_lo, q_hi))
     svg.line(q.x, q.Y(s.exact), q.x + q.w, q.Y(s.exact), stroke=GRAY, sw=1, dash="4,3")
-    svg.text(q.x + q.w - 2, q.Y(s.exact) - 8, _("softmax(u) · v = {x}").format(x=f"{s.exact:.4f}"), size=9,
+    svg.text(q.x + q.w - 2, q.Y(s.exact) - 8, _("exact: softmax(u) · v = {x}").format(x=f"{s.exact:.4f}"), size=9,
              anchor="end", color=GRAY)
     pts = [(q.X(b + 1), q.Y(x)) for b, x in enumerate(partial)]
     if len(pts) > 1:
@@ -196,7 +196,7 @@ def describe(s: OnlineSoftmaxState) -> str:
             (_("rescaling factor"), ["—" if b == 0 else f"{s.factor[b]:.4f}" for b in blocks]),
             (_("running sum l_b"), [f"{x:.4f}" for x in s.l]),
             (_("running output a_b"), [f"{x:.4f}" for x in s.a]),
-            (_("a_b / l_b"), [f"{x:.4f}" for x in s.partial])]
+            (_("partial output a_b / l_b"), [f"{x:.4f}" for x in s.partial])]
     highlight = {(r, s.step - 1): CURRENT_COLOR for r in range(2, len(rows))}
     return table(rows, highlight)
 
