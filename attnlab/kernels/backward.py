@@ -29,27 +29,9 @@ from .tile_ops import dot
 
 @triton.jit
 def flash_dkdv_kernel(
-    Q,
-    K,
-    V,
-    DO,
-    LSE,
-    DELTA,
-    DK,
-    DV,
-    T,
-    S,
-    offset,
-    qk_scale,
-    scale,
-    GROUP: tl.constexpr,
-    D_K: tl.constexpr,
-    D_V: tl.constexpr,
-    PAD_K: tl.constexpr,
-    PAD_V: tl.constexpr,
-    BLOCK_Q: tl.constexpr,
-    BLOCK_K: tl.constexpr,
-    CAUSAL: tl.constexpr,
+    Q, K, V, DO, LSE, DELTA, DK, DV, T, S, offset, qk_scale, scale, GROUP: tl.constexpr,
+    D_K: tl.constexpr, D_V: tl.constexpr, PAD_K: tl.constexpr, PAD_V: tl.constexpr,
+    BLOCK_Q: tl.constexpr, BLOCK_K: tl.constexpr, CAUSAL: tl.constexpr,
     PRECISION: tl.constexpr,
 ):
     """dK_j and dV_j for one block of BLOCK_K keys of one (batch, key head): key blocks
@@ -143,26 +125,9 @@ def flash_dkdv_kernel(
 
 @triton.jit
 def flash_dq_kernel(
-    Q,
-    K,
-    V,
-    DO,
-    LSE,
-    DELTA,
-    DQ,
-    T,
-    S,
-    offset,
-    qk_scale,
-    scale,
-    GROUP: tl.constexpr,
-    D_K: tl.constexpr,
-    D_V: tl.constexpr,
-    PAD_K: tl.constexpr,
-    PAD_V: tl.constexpr,
-    BLOCK_Q: tl.constexpr,
-    BLOCK_K: tl.constexpr,
-    CAUSAL: tl.constexpr,
+    Q, K, V, DO, LSE, DELTA, DQ, T, S, offset, qk_scale, scale, GROUP: tl.constexpr,
+    D_K: tl.constexpr, D_V: tl.constexpr, PAD_K: tl.constexpr, PAD_V: tl.constexpr,
+    BLOCK_Q: tl.constexpr, BLOCK_K: tl.constexpr, CAUSAL: tl.constexpr,
     PRECISION: tl.constexpr,
 ):
     """dQ_i for one block of BLOCK_Q queries of one (batch, head): query blocks outer.

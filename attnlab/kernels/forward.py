@@ -25,25 +25,9 @@ from .tile_ops import dot
 
 @triton.jit
 def online_softmax_step(
-    acc,
-    m,
-    l,
-    q,
-    K,
-    V,
-    positions,
-    start,
-    stop,
-    offset,
-    qk_scale,
-    D_K: tl.constexpr,
-    D_V: tl.constexpr,
-    PAD_K: tl.constexpr,
-    PAD_V: tl.constexpr,
-    BLOCK_K: tl.constexpr,
-    MASKED: tl.constexpr,
-    CAUSAL: tl.constexpr,
-    PRECISION: tl.constexpr,
+    acc, m, l, q, K, V, positions, start, stop, offset, qk_scale, D_K: tl.constexpr,
+    D_V: tl.constexpr, PAD_K: tl.constexpr, PAD_V: tl.constexpr, BLOCK_K: tl.constexpr,
+    MASKED: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
 ):
     """Fold one block of keys [start, start + BLOCK_K) into the running (acc, m, l)
     of the query tile.
@@ -93,24 +77,9 @@ def online_softmax_step(
 
 @triton.jit
 def flash_forward_kernel(
-    Q,
-    K,
-    V,
-    O,
-    LSE,
-    T,
-    S,
-    offset,
-    qk_scale,
-    GROUP: tl.constexpr,
-    D_K: tl.constexpr,
-    D_V: tl.constexpr,
-    PAD_K: tl.constexpr,
-    PAD_V: tl.constexpr,
-    BLOCK_Q: tl.constexpr,
-    BLOCK_K: tl.constexpr,
-    CAUSAL: tl.constexpr,
-    PRECISION: tl.constexpr,
+    Q, K, V, O, LSE, T, S, offset, qk_scale, GROUP: tl.constexpr, D_K: tl.constexpr,
+    D_V: tl.constexpr, PAD_K: tl.constexpr, PAD_V: tl.constexpr, BLOCK_Q: tl.constexpr,
+    BLOCK_K: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
 ):
     """O = softmax(Q K^T * scale) V and LSE for one block of BLOCK_Q queries of one
     (batch, head).
@@ -160,48 +129,14 @@ def flash_forward_kernel(
     # below the diagonal: no mask
     for start in range(0, full, BLOCK_K):
         acc, m, l = online_softmax_step(
-            acc,
-            m,
-            l,
-            q,
-            K,
-            V,
-            rows,
-            start,
-            S,
-            offset,
-            qk_scale,
-            D_K,
-            D_V,
-            PAD_K,
-            PAD_V,
-            BLOCK_K,
-            False,
-            CAUSAL,
-            PRECISION,
+            acc, m, l, q, K, V, rows, start, S, offset, qk_scale, D_K, D_V, PAD_K,
+            PAD_V, BLOCK_K, False, CAUSAL, PRECISION,
         )
     # across the diagonal or past S
     for start in range(full, end, BLOCK_K):
         acc, m, l = online_softmax_step(
-            acc,
-            m,
-            l,
-            q,
-            K,
-            V,
-            rows,
-            start,
-            S,
-            offset,
-            qk_scale,
-            D_K,
-            D_V,
-            PAD_K,
-            PAD_V,
-            BLOCK_K,
-            True,
-            CAUSAL,
-            PRECISION,
+            acc, m, l, q, K, V, rows, start, S, offset, qk_scale, D_K, D_V, PAD_K,
+            PAD_V, BLOCK_K, True, CAUSAL, PRECISION,
         )
 
     # Registers -> HBM, once. A row that saw no key (possible with a negative offset)
