@@ -21,6 +21,7 @@ import torch
 import torch.nn.functional as F
 
 from .errors import AttentionInputError
+from .i18n import _
 from .memory import peak_bytes
 
 __all__ = [
@@ -183,6 +184,52 @@ def gpu_record() -> dict | None:
     "copy bandwidth (GB/s)".
     """
     return load_recorded(RECORDED / "bench_gpu.json")
+
+
+def _chunks(label: str) -> int:
+    """The chunk count in a split_kv label such as "split_kv_decode, 16 chunks"."""
+    return int(label.split(",")[1].split()[0])
+
+
+def gpu_summary(record: dict) -> dict:
+    """The headline figures of a GPU record (:func:`gpu_record`), as rows for tables, labelled in the
+    current language: "provenance" (one line: GPU, SMs, torch, Triton, CUDA, date), "attention" (per
+    dtype, width and mask: Triton's time over SDPA's forward and forward+backward, both forward
+    TFLOP/s, the largest difference to SDPA), "split_kv" (per number of chunks: the measured speed-up
+    over one chunk and the occupancy model's) and "decode" (per model and implementation: bytes per
+    second, and their share of the copy bandwidth). A section the run could not measure gives one row
+    with its error."""
+    meta, results = record["meta"], record["results"]
+    provenance = _("{gpu} ({n_sm} SMs), torch {torch}, Triton {triton}, CUDA {cuda}, recorded {date}").format(
+        gpu=meta.get("gpu") or meta.get("device"), n_sm=meta.get("n_sm"), torch=meta.get("torch"),
+        triton=meta.get("triton"), cuda=meta.get("cuda"), date=str(meta.get("date", ""))[:10])
+
+    def failed(section):
+        return [{_("error"): section["error"]}] if isinstance(section, dict) and "error" in section else None
+
+    def attention_row(r):
+        row = {_("dtype"): r["dtype"], "d": r["d"], _("causal"): r["causal"]}
+        if "error" in r:
+            return {**row, _("error"): r["error"]}
+        return {**row, _("Triton / SDPA, forward"): r["triton / sdpa, forward"],
+                _("Triton / SDPA, forward+backward"): r["triton / sdpa, forward+backward"],
+                _("Triton forward (TFLOP/s)"): r["forward TFLOP/s (triton)"],
+                _("SDPA forward (TFLOP/s)"): r["forward TFLOP/s (sdpa)"],
+                _("max |Triton - SDPA|"): r["max |triton - sdpa|"]}
+
+    attention = failed(results.get("attention", {})) or [attention_row(r) for r in results.get("attention", [])]
+    split = results.get("split_kv", {})
+    model = {str(n): x for n, x in split.get("model speed-up", {}).items()}      # JSON keys are strings
+    split_rows = failed(split) or [
+        {_("chunks"): _chunks(label), _("speed-up over one chunk"): speedup,
+         _("occupancy model"): model.get(str(_chunks(label)))}
+        for label, speedup in split.get("speed-up over one chunk", {}).items()]
+    copy = results.get("copy bandwidth (GB/s)")
+    decode = failed(results.get("decode", {})) or [
+        {_("model"): r["model"], _("implementation"): r["impl"], "GB/s": r["GB/s"],
+         _("share of the copy bandwidth"): r["GB/s"] / copy if copy else None}
+        for r in results.get("decode", [])]
+    return {"provenance": provenance, "attention": attention, "split_kv": split_rows, "decode": decode}
 
 
 def device_comparison(device, T_list, repeats: int = 3, H: int = 8, d: int = 64) -> list[dict]:

@@ -32,7 +32,7 @@ import time
 import yaml
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-SOLO = ("chapters/08_cost", "chapters/12_kv_cache")      # they time kernels on this machine
+SOLO = ("chapters/08_cost", "chapters/09_flash", "chapters/12_kv_cache")   # they time kernels on this machine
 
 
 def toc_pages(toc: pathlib.Path) -> list[str]:

@@ -28,13 +28,17 @@ from .tile_ops import dot
 
 
 @triton.jit
-def flash_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, T, S, offset, qk_scale, scale,
-                      GROUP: tl.constexpr, D_K: tl.constexpr, D_V: tl.constexpr,
-                      PAD_K: tl.constexpr, PAD_V: tl.constexpr, BLOCK_Q: tl.constexpr, BLOCK_K: tl.constexpr,
-                      CAUSAL: tl.constexpr, PRECISION: tl.constexpr):
-    """dK_j and dV_j for one block of BLOCK_K keys of one (batch, key head): key blocks outer.
+def flash_dkdv_kernel(
+    Q, K, V, DO, LSE, DELTA, DK, DV, T, S, offset, qk_scale, scale, GROUP: tl.constexpr,
+    D_K: tl.constexpr, D_V: tl.constexpr, PAD_K: tl.constexpr, PAD_V: tl.constexpr,
+    BLOCK_Q: tl.constexpr, BLOCK_K: tl.constexpr, CAUSAL: tl.constexpr,
+    PRECISION: tl.constexpr,
+):
+    """dK_j and dV_j for one block of BLOCK_K keys of one (batch, key head): key blocks
+    outer.
 
-    Q, DO (B*H, T, D), K, V, DK, DV (B*H_kv, S, D), LSE and DELTA (B*H, T) float32, all contiguous.
+    Q, DO (B*H, T, D), K, V, DK, DV (B*H_kv, S, D), LSE and DELTA (B*H, T) float32, all
+    contiguous.
     Grid: (ceil(S / BLOCK_K), B*H_kv).
     """
     k_block, kv_head = tl.program_id(0), tl.program_id(1)
@@ -42,53 +46,90 @@ def flash_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, T, S, offset, qk_scale, s
     V += kv_head * S * D_V
     DK += kv_head * S * D_K
     DV += kv_head * S * D_V
-    keys = k_block * BLOCK_K + tl.arange(0, BLOCK_K)                      # (BLOCK_K,) key indices
+    # (BLOCK_K,) key indices
+    keys = k_block * BLOCK_K + tl.arange(0, BLOCK_K)
     ck, cv = tl.arange(0, PAD_K), tl.arange(0, PAD_V)
     # K_j, V_j: HBM -> registers, once. dK_j, dV_j: float32 accumulators in registers.
-    k = tl.load(K + keys[:, None] * D_K + ck[None, :], mask=(keys[:, None] < S) & (ck[None, :] < D_K), other=0.0)
-    v = tl.load(V + keys[:, None] * D_V + cv[None, :], mask=(keys[:, None] < S) & (cv[None, :] < D_V), other=0.0)
+    k = tl.load(
+        K + keys[:, None] * D_K + ck[None, :],
+        mask=(keys[:, None] < S) & (ck[None, :] < D_K),
+        other=0.0,
+    )
+    v = tl.load(
+        V + keys[:, None] * D_V + cv[None, :],
+        mask=(keys[:, None] < S) & (cv[None, :] < D_V),
+        other=0.0,
+    )
     dk = tl.zeros([BLOCK_K, PAD_K], tl.float32)
     dv = tl.zeros([BLOCK_K, PAD_V], tl.float32)
 
-    # Causal: query i sees key j iff j <= i + offset, so the query blocks before the one holding row
-    # first_key - offset see none of these keys and are skipped.
+    # Causal: query i sees key j iff j <= i + offset, so the query blocks before the
+    # one holding row first_key - offset see none of these keys and are skipped.
     first = 0
     if CAUSAL:
         first = tl.maximum(0, k_block * BLOCK_K - offset) // BLOCK_Q * BLOCK_Q
-    for g in range(GROUP):                                                # query heads sharing this key head:
-        head = kv_head * GROUP + g                                        # their gradients add up (GQA)
+    # the query heads sharing this key head: their gradients add up (GQA)
+    for g in range(GROUP):
+        head = kv_head * GROUP + g
         for start in range(first, T, BLOCK_Q):
-            rows = start + tl.arange(0, BLOCK_Q)                          # (BLOCK_Q,) query indices
+            # (BLOCK_Q,) query indices
+            rows = start + tl.arange(0, BLOCK_Q)
             valid = rows < T
-            # Q_i, dO_i, lse_i, delta_i: HBM -> registers, once per (key block, query block) pair.
-            q = tl.load(Q + (head * T + rows[:, None]) * D_K + ck[None, :],
-                        mask=valid[:, None] & (ck[None, :] < D_K), other=0.0)
-            do = tl.load(DO + (head * T + rows[:, None]) * D_V + cv[None, :],
-                         mask=valid[:, None] & (cv[None, :] < D_V), other=0.0)
-            lse = tl.load(LSE + head * T + rows, mask=valid, other=0.0) * 1.4426950408889634   # base 2
+            # Q_i, dO_i, lse_i, delta_i: HBM -> registers, once per (key block, query
+            # block) pair.
+            q = tl.load(
+                Q + (head * T + rows[:, None]) * D_K + ck[None, :],
+                mask=valid[:, None] & (ck[None, :] < D_K),
+                other=0.0,
+            )
+            do = tl.load(
+                DO + (head * T + rows[:, None]) * D_V + cv[None, :],
+                mask=valid[:, None] & (cv[None, :] < D_V),
+                other=0.0,
+            )
+            # base 2
+            lse = (
+                tl.load(LSE + head * T + rows, mask=valid, other=0.0)
+                * 1.4426950408889634
+            )
             delta = tl.load(DELTA + head * T + rows, mask=valid, other=0.0)
-            # The block transposed, keys x queries, so that P^T and dS^T come out directly.
-            s_t = dot(k, tl.trans(q), PRECISION) * qk_scale             # (BLOCK_K, BLOCK_Q)
+            # The block transposed, keys x queries, so that P^T and dS^T come out
+            # directly.
+            # (BLOCK_K, BLOCK_Q)
+            s_t = dot(k, tl.trans(q), PRECISION) * qk_scale
             allowed = (keys[:, None] < S) & valid[None, :]
             if CAUSAL:
                 allowed = allowed & (keys[:, None] <= rows[None, :] + offset)
-            p_t = tl.where(allowed, tl.exp2(s_t - lse[None, :]), 0.0)             # P^T, recomputed
-            dv += dot(p_t.to(do.dtype), do, PRECISION)                 # dV_j += P^T dO_i
-            dp_t = dot(v, tl.trans(do), PRECISION)                     # dP^T = V_j dO_i^T
-            ds_t = p_t * (dp_t - delta[None, :])                                   # dS^T
-            dk += dot(ds_t.to(q.dtype), q, PRECISION)                  # dK_j += dS^T Q_i
+            # P^T, recomputed
+            p_t = tl.where(allowed, tl.exp2(s_t - lse[None, :]), 0.0)
+            # dV_j += P^T dO_i
+            dv += dot(p_t.to(do.dtype), do, PRECISION)
+            # dP^T = V_j dO_i^T
+            dp_t = dot(v, tl.trans(do), PRECISION)
+            # dS^T
+            ds_t = p_t * (dp_t - delta[None, :])
+            # dK_j += dS^T Q_i
+            dk += dot(ds_t.to(q.dtype), q, PRECISION)
     # Registers -> HBM, once per key block.
-    tl.store(DK + keys[:, None] * D_K + ck[None, :], (dk * scale).to(DK.dtype.element_ty),
-             mask=(keys[:, None] < S) & (ck[None, :] < D_K))
-    tl.store(DV + keys[:, None] * D_V + cv[None, :], dv.to(DV.dtype.element_ty),
-             mask=(keys[:, None] < S) & (cv[None, :] < D_V))
+    tl.store(
+        DK + keys[:, None] * D_K + ck[None, :],
+        (dk * scale).to(DK.dtype.element_ty),
+        mask=(keys[:, None] < S) & (ck[None, :] < D_K),
+    )
+    tl.store(
+        DV + keys[:, None] * D_V + cv[None, :],
+        dv.to(DV.dtype.element_ty),
+        mask=(keys[:, None] < S) & (cv[None, :] < D_V),
+    )
 
 
 @triton.jit
-def flash_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ, T, S, offset, qk_scale, scale,
-                    GROUP: tl.constexpr, D_K: tl.constexpr, D_V: tl.constexpr,
-                    PAD_K: tl.constexpr, PAD_V: tl.constexpr, BLOCK_Q: tl.constexpr, BLOCK_K: tl.constexpr,
-                    CAUSAL: tl.constexpr, PRECISION: tl.constexpr):
+def flash_dq_kernel(
+    Q, K, V, DO, LSE, DELTA, DQ, T, S, offset, qk_scale, scale, GROUP: tl.constexpr,
+    D_K: tl.constexpr, D_V: tl.constexpr, PAD_K: tl.constexpr, PAD_V: tl.constexpr,
+    BLOCK_Q: tl.constexpr, BLOCK_K: tl.constexpr, CAUSAL: tl.constexpr,
+    PRECISION: tl.constexpr,
+):
     """dQ_i for one block of BLOCK_Q queries of one (batch, head): query blocks outer.
 
     Layouts as in :func:`flash_dkdv_kernel`; DQ like Q. Grid: (ceil(T / BLOCK_Q), B*H).
@@ -100,32 +141,54 @@ def flash_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ, T, S, offset, qk_scale, scale,
     rows = q_block * BLOCK_Q + tl.arange(0, BLOCK_Q)
     valid = rows < T
     ck, cv = tl.arange(0, PAD_K), tl.arange(0, PAD_V)
-    # Q_i, dO_i, lse_i, delta_i: HBM -> registers, once. dQ_i: a float32 accumulator in registers.
-    q = tl.load(Q + (head * T + rows[:, None]) * D_K + ck[None, :], mask=valid[:, None] & (ck[None, :] < D_K),
-                other=0.0)
-    do = tl.load(DO + (head * T + rows[:, None]) * D_V + cv[None, :], mask=valid[:, None] & (cv[None, :] < D_V),
-                 other=0.0)
+    # Q_i, dO_i, lse_i, delta_i: HBM -> registers, once. dQ_i: a float32 accumulator in
+    # registers.
+    q = tl.load(
+        Q + (head * T + rows[:, None]) * D_K + ck[None, :],
+        mask=valid[:, None] & (ck[None, :] < D_K),
+        other=0.0,
+    )
+    do = tl.load(
+        DO + (head * T + rows[:, None]) * D_V + cv[None, :],
+        mask=valid[:, None] & (cv[None, :] < D_V),
+        other=0.0,
+    )
     lse = tl.load(LSE + head * T + rows, mask=valid, other=0.0) * 1.4426950408889634
     delta = tl.load(DELTA + head * T + rows, mask=valid, other=0.0)
     dq = tl.zeros([BLOCK_Q, PAD_K], tl.float32)
 
     end = S
-    if CAUSAL:                                                            # the forward's causal block skip
-        end = tl.minimum(S, tl.minimum(q_block * BLOCK_Q + BLOCK_Q, T) + offset)   # past the last row's keys
+    # the forward's causal block skip
+    if CAUSAL:
+        # past the last row's keys
+        end = tl.minimum(S, tl.minimum(q_block * BLOCK_Q + BLOCK_Q, T) + offset)
     for start in range(0, end, BLOCK_K):
         keys = start + tl.arange(0, BLOCK_K)
         # K_j, V_j: HBM -> registers, once per (query block, key block) pair.
-        k = tl.load(K + keys[:, None] * D_K + ck[None, :], mask=(keys[:, None] < S) & (ck[None, :] < D_K),
-                    other=0.0)
-        v = tl.load(V + keys[:, None] * D_V + cv[None, :], mask=(keys[:, None] < S) & (cv[None, :] < D_V),
-                    other=0.0)
-        s = dot(q, tl.trans(k), PRECISION) * qk_scale                     # (BLOCK_Q, BLOCK_K)
+        k = tl.load(
+            K + keys[:, None] * D_K + ck[None, :],
+            mask=(keys[:, None] < S) & (ck[None, :] < D_K),
+            other=0.0,
+        )
+        v = tl.load(
+            V + keys[:, None] * D_V + cv[None, :],
+            mask=(keys[:, None] < S) & (cv[None, :] < D_V),
+            other=0.0,
+        )
+        # (BLOCK_Q, BLOCK_K)
+        s = dot(q, tl.trans(k), PRECISION) * qk_scale
         allowed = keys[None, :] < S
         if CAUSAL:
             allowed = allowed & (keys[None, :] <= rows[:, None] + offset)
-        p = tl.where(allowed, tl.exp2(s - lse[:, None]), 0.0)                     # P, recomputed
-        dp = dot(do, tl.trans(v), PRECISION)                              # dP = dO_i V_j^T
+        # P, recomputed
+        p = tl.where(allowed, tl.exp2(s - lse[:, None]), 0.0)
+        # dP = dO_i V_j^T
+        dp = dot(do, tl.trans(v), PRECISION)
         ds = p * (dp - delta[:, None])
-        dq += dot(ds.to(k.dtype), k, PRECISION)                           # dQ_i += dS K_j
-    tl.store(DQ + (head * T + rows[:, None]) * D_K + ck[None, :], (dq * scale).to(DQ.dtype.element_ty),
-             mask=valid[:, None] & (ck[None, :] < D_K))
+        # dQ_i += dS K_j
+        dq += dot(ds.to(k.dtype), k, PRECISION)
+    tl.store(
+        DQ + (head * T + rows[:, None]) * D_K + ck[None, :],
+        (dq * scale).to(DQ.dtype.element_ty),
+        mask=valid[:, None] & (ck[None, :] < D_K),
+    )

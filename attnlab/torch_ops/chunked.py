@@ -146,34 +146,53 @@ def _first_query(j0: int, causal: bool, offset: int, block_q: int) -> int:
     return max(0, j0 - offset) // block_q * block_q if causal else 0
 
 
-def _backward_keys_outer(q, k, v, out, lse, d_out, scale, causal, offset, block_q, block_k):
-    """FlashAttention-2's backward: key blocks outer, recomputing each block's weights from lse.
+def _backward_keys_outer(q, k, v, out, lse, d_out, scale, causal, offset,
+                         block_q, block_k):
+    """FlashAttention-2's backward: key blocks outer, recomputing each block's
+    weights from lse.
 
-    K_j, V_j and the accumulators dK_j, dV_j stay in fast memory while the query blocks stream past;
-    dQ_i is read, updated and written back in slow memory for every block pair.
+    K_j, V_j and the accumulators dK_j, dV_j stay in fast memory while the query
+    blocks stream past; dQ_i is read, updated and written back in slow memory for
+    every block pair.
     """
     T, S = q.shape[-2], k.shape[-2]
-    q_f, k_f, v_f = _flat(q), _flat(k), _flat(v)                # (N, T, d_k), (N, S, d_k), (N, S, d_v)
+    # (N, T, d_k), (N, S, d_k), (N, S, d_v)
+    q_f, k_f, v_f = _flat(q), _flat(k), _flat(v)
     d_o, lse_f = _flat(d_out), lse.reshape(-1, T)               # (N, T, d_v), (N, T)
-    delta = _row_dots(d_o, _flat(out), block_q)                 # (N, T) = rowsum(dO * O)
-    dq = torch.zeros_like(q_f)                                  # accumulated in slow memory
-    dk, dv = torch.empty_like(k_f), torch.empty_like(v_f)       # each block written once
+    # (N, T) = rowsum(dO * O)
+    delta = _row_dots(d_o, _flat(out), block_q)
+    # accumulated in slow memory
+    dq = torch.zeros_like(q_f)
+    # each block written once
+    dk, dv = torch.empty_like(k_f), torch.empty_like(v_f)
     buf_s, buf_dp = _score_buffers(q_f, block_q, block_k, S)
     for j0 in range(0, S, block_k):
         j1 = min(j0 + block_k, S)
-        k_j, v_j = k_f[:, j0:j1].clone(), v_f[:, j0:j1].clone()  # (N, bk, d): loaded into fast memory once
-        dk_j, dv_j = torch.zeros_like(k_j), torch.zeros_like(v_j)  # accumulators in fast memory
+        # (N, bk, d): loaded into fast memory once
+        k_j, v_j = k_f[:, j0:j1].clone(), v_f[:, j0:j1].clone()
+        # accumulators in fast memory
+        dk_j, dv_j = torch.zeros_like(k_j), torch.zeros_like(v_j)
         for i0 in range(_first_query(j0, causal, offset, block_q), T, block_q):
             i1 = min(i0 + block_q, T)
-            q_i, do_i, dq_i = q_f[:, i0:i1], d_o[:, i0:i1], dq[:, i0:i1]   # (N, bq, d) views of slow memory
-            s = _scores(q_i, k_j, scale, _future(i0, i1, j0, j1, causal, offset, q.device), buf_s)
-            p = s.sub_(lse_f[:, i0:i1, None]).exp_()            # (N, bq, bk) the weights, recomputed
-            torch.baddbmm(dv_j, p.transpose(1, 2), do_i, out=dv_j)   # (N, bk, d_v) += P^T dO
-            dp = torch.bmm(do_i, v_j.transpose(1, 2), out=buf_dp[: p.numel()].view(p.shape))  # (N, bq, bk) dL/dP
-            ds = p.mul_(dp.sub_(delta[:, i0:i1, None]))         # dL/dU for the scaled scores U
-            torch.baddbmm(dq_i, ds, k_j, alpha=scale, out=dq_i)      # (N, bq, d_k) += scale dS K: slow memory
-            torch.baddbmm(dk_j, ds.transpose(1, 2), q_i, alpha=scale, out=dk_j)   # += scale dS^T Q
-        dk[:, j0:j1], dv[:, j0:j1] = dk_j, dv_j                 # written to slow memory once
+            # (N, bq, d) views of slow memory
+            q_i, do_i, dq_i = q_f[:, i0:i1], d_o[:, i0:i1], dq[:, i0:i1]
+            future = _future(i0, i1, j0, j1, causal, offset, q.device)
+            s = _scores(q_i, k_j, scale, future, buf_s)
+            # (N, bq, bk) the weights, recomputed
+            p = s.sub_(lse_f[:, i0:i1, None]).exp_()
+            # (N, bk, d_v) += P^T dO
+            torch.baddbmm(dv_j, p.transpose(1, 2), do_i, out=dv_j)
+            # (N, bq, bk) dL/dP
+            dp_buf = buf_dp[: p.numel()].view(p.shape)
+            dp = torch.bmm(do_i, v_j.transpose(1, 2), out=dp_buf)
+            # dL/dU for the scaled scores U
+            ds = p.mul_(dp.sub_(delta[:, i0:i1, None]))
+            # (N, bq, d_k) += scale dS K: slow memory
+            torch.baddbmm(dq_i, ds, k_j, alpha=scale, out=dq_i)
+            # += scale dS^T Q
+            torch.baddbmm(dk_j, ds.transpose(1, 2), q_i, alpha=scale, out=dk_j)
+        # written to slow memory once
+        dk[:, j0:j1], dv[:, j0:j1] = dk_j, dv_j
     return dq.view(q.shape), dk.view(k.shape), dv.view(v.shape)
 
 

@@ -10,7 +10,8 @@ from .convex import convex_combination_explorer
 from .gqa import gqa_explorer
 from .heads import head_explorer
 from .mask import mask_explorer
+from .online_softmax import online_softmax_explorer
 from .scaling import scaling_explorer
 
-__all__ = ["convex_combination_explorer", "gqa_explorer", "head_explorer", "mask_explorer", "scaling_explorer",
-           "state"]
+__all__ = ["convex_combination_explorer", "gqa_explorer", "head_explorer", "mask_explorer", "online_softmax_explorer",
+           "scaling_explorer", "state"]

@@ -12,7 +12,7 @@ def _label(sheet: Path) -> str:
 
 
 def test_every_chapter_ends_with_a_link_to_its_own_sheet():
-    assert len(CHAPTERS) == len(SHEETS) == 10
+    assert len(CHAPTERS) == len(SHEETS) >= 11
     for chapter, sheet in zip(CHAPTERS, SHEETS):
         assert chapter.name[:2] == sheet.name[2:4], (chapter.name, sheet.name)
         last = chapter.read_text().rstrip().splitlines()[-1]

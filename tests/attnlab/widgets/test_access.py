@@ -18,7 +18,7 @@ import pytest
 
 import attnlab as al
 from attnlab import i18n
-from attnlab.widgets import convex, gqa, heads, mask, scaling
+from attnlab.widgets import convex, gqa, heads, mask, online_softmax, scaling
 from attnlab.widgets import state as st
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
@@ -45,6 +45,7 @@ EXPLORERS = {
     "scaling": lambda offline: al.widgets.scaling_explorer(offline=offline),
     "gqa": lambda offline: al.widgets.gqa_explorer(offline=offline),
     "heads": lambda offline: al.widgets.head_explorer(*_synthetic_heads(), offline=offline),
+    "online_softmax": lambda offline: al.widgets.online_softmax_explorer(offline=offline),
 }
 CASES = [(name, offline) for name in EXPLORERS for offline in (False, True)]
 
@@ -86,7 +87,7 @@ def test_every_offline_frame_has_one_reading_of_its_own_state(name):
     ex = EXPLORERS[name](True)
     frames = [w.value for w in _walk(ex) if isinstance(w, W.HTML) and "<svg" in w.value]
     read = {"mask": mask.reading, "convex": convex.reading, "scaling": scaling.reading, "gqa": gqa.reading,
-            "heads": heads.reading}[name]
+            "heads": heads.reading, "online_softmax": online_softmax.reading}[name]
     expected = {html.escape(read(s)) for s in ex.states.values()}
     found = [READING.findall(f) for f in frames]
     assert all(len(r) == 1 for r in found), "a frame without exactly one reading"
@@ -166,6 +167,8 @@ def test_readings_and_descriptions_speak_chinese():
         s = st.mask_state("causal", T=4)
         texts = [mask.reading(s), mask.alt(s), convex.alt(st.convex_state()), scaling.alt(st.scaling_state()),
                  gqa.reading(st.gqa_state()), heads.alt(heads.head_state(*_synthetic_heads()))]
+        stepped = online_softmax.online_softmax_state(3, 2)
+        texts += [online_softmax.reading(stepped), online_softmax.alt(stepped)]
     finally:
         i18n.set_language("en")
     for text in texts:

@@ -15,8 +15,10 @@ import attnlab.widgets as widgets
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 IMAGE = re.compile(r"```\{image\} data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)\n")
-FACTORIES = ["scaling_explorer", "convex_combination_explorer", "mask_explorer", "gqa_explorer"]
-SAME_INITIAL_STATE = ["scaling_explorer", "mask_explorer", "gqa_explorer"]   # offline starts where live does
+FACTORIES = ["scaling_explorer", "convex_combination_explorer", "mask_explorer", "gqa_explorer",
+             "online_softmax_explorer"]
+# offline starts where live does
+SAME_INITIAL_STATE = ["scaling_explorer", "mask_explorer", "gqa_explorer", "online_softmax_explorer"]
 
 
 def pictures(bundle: dict) -> list[str]:

@@ -496,13 +496,15 @@ def _synthetic_heads(T: int, length: int):
     return maps, tokens, [length]
 
 
-@pytest.mark.parametrize("make", ["mask", "convex", "scaling", "gqa", "heads short", "heads long"])
+@pytest.mark.parametrize("make", ["mask", "convex", "scaling", "gqa", "online softmax", "heads short",
+                                  "heads long"])
 def test_every_explorer_text_reads_at_9px_in_the_column(make):
     explorers = {
         "mask": lambda: al.widgets.mask_explorer(offline=True),
         "convex": lambda: al.widgets.convex_combination_explorer(offline=True),
         "scaling": lambda: al.widgets.scaling_explorer(offline=True),
         "gqa": lambda: al.widgets.gqa_explorer(offline=True),
+        "online softmax": lambda: al.widgets.online_softmax_explorer(offline=True),
         "heads short": lambda: al.widgets.head_explorer(*_synthetic_heads(12, 9), offline=True),
         "heads long": lambda: al.widgets.head_explorer(*_synthetic_heads(40, 36), offline=True),
     }
