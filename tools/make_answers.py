@@ -112,6 +112,14 @@ QUESTIONS = {
         "the number of attention scores with 8 KV heads divided by the number with 32", exponent=-3, exact=False,
         hints=((8 / 32, "Every one of the 32 query heads still computes its own T x S scores."),)),
     "multihead.gpt2_head_dim": Question("the head width d_k of GPT-2 small (d = 768, H = 12)"),
+    "position.smollm2_cache_bytes": Question(
+        "the bytes one token adds to the KV cache of SmolLM2-135M (30 layers, 3 key/value heads of width 64), "
+        "all layers, in bfloat16", hints=(
+            (11520, "Keys and values: the factor 2 is missing."),
+            (69120, "The cache holds the 3 key/value heads, not the 9 query heads."),
+            (768, "Every layer caches its own keys and values: multiply by the 30 layers."),
+            (46080, "That is float32; bfloat16 has 2 bytes per number."),
+            (184320, "That counts bits; the question asks for bytes."))),
     "cost.kv_bytes_5_7": Question(
         "the bytes of the KV cache of one layer with 6 KV heads of width 64, 2048 positions, 2 bytes each", hints=(
             (2 * 24 * 64 * 2048 * 2, "That is the MHA cache: GQA stores H_kv = 6 heads, not 24."),

@@ -241,6 +241,24 @@ ANSWERS = {
         (
         ),
     ),
+    'position.smollm2_cache_bytes': Answer(
+        N_('the bytes one token adds to the KV cache of SmolLM2-135M (30 layers, 3 key/value heads of '
+           'width 64), all layers, in bfloat16'),
+        (), 0, True,
+        ('609ff7e79ab25a65',),
+        (
+            (('64a1e31403264044',),
+             N_('Keys and values: the factor 2 is missing.')),
+            (('90a9eb41b08f6a1d',),
+             N_('The cache holds the 3 key/value heads, not the 9 query heads.')),
+            (('6fa03096097eff1a',),
+             N_('Every layer caches its own keys and values: multiply by the 30 layers.')),
+            (('0fc29f8dfc72350a',),
+             N_('That is float32; bfloat16 has 2 bytes per number.')),
+            (('1c3e9550b055b21d',),
+             N_('That counts bits; the question asks for bytes.')),
+        ),
+    ),
     'cost.kv_bytes_5_7': Answer(
         N_('the bytes of the KV cache of one layer with 6 KV heads of width 64, 2048 positions, 2 '
            'bytes each'),
