@@ -340,6 +340,24 @@ ANSWERS = {
              N_('A number in bfloat16 takes 2 bytes, not 4.')),
         ),
     ),
+    'position.smollm2_cache_bytes': Answer(
+        N_('Exercise 7.6: the bytes one token adds to the KV cache of SmolLM2-135M (30 layers, 3 '
+           'key/value heads of width 64), all layers, in bfloat16'),
+        (), 0, True,
+        ('609ff7e79ab25a65',),
+        (
+            (('64a1e31403264044',),
+             N_('Keys and values: the factor 2 is missing.')),
+            (('90a9eb41b08f6a1d',),
+             N_('The cache holds the 3 key/value heads, not the 9 query heads.')),
+            (('6fa03096097eff1a',),
+             N_('Every layer caches its own keys and values: multiply by the 30 layers.')),
+            (('0fc29f8dfc72350a',),
+             N_('That is float32; bfloat16 has 2 bytes per number.')),
+            (('1c3e9550b055b21d',),
+             N_('That counts bits; the question asks for bytes.')),
+        ),
+    ),
     'cost.kv_bytes': Answer(
         N_('Exercise 8.1: the bytes of the KV cache of one layer with 6 KV heads of width 64, 2048 '
            'positions, 2 bytes each'),

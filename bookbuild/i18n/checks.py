@@ -78,7 +78,8 @@ def glossary_problems(msgid: str, msgstr: str, terms: dict[str, str],
             continue
         pattern = rf"(?<![a-z0-9-]){re.escape(english)}(?:s|es)?(?![a-z0-9-])"
         forms = (terms[english], *alternatives.get(english, ()))
-        if re.search(pattern, prose) and not any(form.lower() in msgstr.lower() for form in forms):
-            problems.append(f"the source says {english!r}; the translation lacks {terms[english]!r}")
-            prose = re.sub(pattern, " ", prose)      # a longer term covers its parts
+        if re.search(pattern, prose):
+            if not any(form.lower() in msgstr.lower() for form in forms):
+                problems.append(f"the source says {english!r}; the translation lacks {terms[english]!r}")
+            prose = re.sub(pattern, " ", prose)      # a longer term covers its parts, found or not
     return problems

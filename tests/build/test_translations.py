@@ -54,6 +54,16 @@ def test_a_missing_glossary_term_is_named_and_longer_terms_cover_their_parts():
     assert glossary_problems(formula, formula, TERMS) == []
 
 
+def test_a_longer_term_that_is_translated_covers_its_parts():
+    # "rotary position embedding" is 旋转位置编码, although "position embedding" alone is 位置嵌入
+    terms = {"rotary position embedding": "旋转位置编码", "position embedding": "位置嵌入"}
+    assert glossary_problems("a rotary position embedding", "旋转位置编码", terms) == []
+    assert glossary_problems("a rotary position embedding", "旋转位置嵌入", terms) == [
+        "the source says 'rotary position embedding'; the translation lacks '旋转位置编码'"]
+    assert glossary_problems("a learned position embedding", "学习的位置编码", terms) == [
+        "the source says 'position embedding'; the translation lacks '位置嵌入'"]
+
+
 def test_an_alternative_form_counts_as_the_term_and_only_for_its_term():
     terms = {"softmax": "归一化指数函数", "key": "键"}
     also = {"softmax": ("softmax",)}

@@ -56,6 +56,8 @@ ANSWERS = {
     "multihead.gpt2_head_dim": 768 // 12,
     "cost.kv_bytes": 3 * 1024 * 1024,
     "cost.kv_fraction": 6 / 24,
+    # SmolLM2-135M's card: 30 layers, 3 KV heads of width 64; keys and values, 2 bytes each
+    "position.smollm2_cache_bytes": 30 * 2 * 3 * 64 * 2,
     "cost.attn_bytes_2k": 8 * 1024 ** 2,
     "cost.attn_bytes_8k": 128 * 1024 ** 2,
     "cost.weights_bytes": 1024 ** 3,
@@ -111,6 +113,8 @@ def test_answer_known_wrong_value_gets_its_hint():
     assert result.mistake == "known_wrong_answer" and "MHA" in result.message
     result = C.check_answer("qkv.transpose_trap", [[5, 2], [2, 1]])
     assert "transpose trap" in result.message
+    result = C.check_answer("position.smollm2_cache_bytes", 30 * 2 * 9 * 64 * 2)   # the 9 query heads
+    assert result.mistake == "known_wrong_answer" and "9 query heads" in result.message
 
 
 def test_answer_tolerates_rounding_to_four_digits_only():
