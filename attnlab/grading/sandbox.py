@@ -45,7 +45,7 @@ import json, resource, sys
 config = json.loads(sys.argv[1])
 for name, value in config["rlimits"].items():
     resource.setrlimit(getattr(resource, name), (value, value))
-if config["path"]:
+if config["path"]:  # python -I ignores PYTHONPATH: the folder that holds attnlab comes in the config
     sys.path.insert(0, config["path"])
 from attnlab.grading.untrusted import main
 main(config["read"], config["write"])
