@@ -23,6 +23,8 @@ import time
 
 import pytest
 
+from attnlab.grading.gradebook import read_autograder
+
 from .hostile_class import changes, snapshot, write_class
 
 pytestmark = pytest.mark.slow
@@ -114,7 +116,9 @@ def test_make_grade_scores_every_hostile_notebook_as_the_blank_one_and_changes_n
     assert_contained(before, folder, proof, listener[1])
     assert sorted(rows) == sorted(names)
     questions = [k for k in rows["blank"] if k.startswith("ex-qkv-")]
-    assert rows["honest"] == expected["honest"] and rows["honest"]["total"] == "4"
+    zip_path = next((assignment / "autograder").glob("*-autograder_*.zip"))
+    autograded = sum(q.points for q in read_autograder(zip_path).questions)
+    assert rows["honest"] == expected["honest"] and float(rows["honest"]["total"]) == autograded
     feedback = (folder / "feedback" / "honest.md").read_text()
     assert feedback == (control / "feedback" / "honest.md").read_text()
     for name in names[2:]:
