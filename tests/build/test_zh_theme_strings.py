@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.build.browser_support import require_book
+from tests.build.browser_support import missing_build
 from tests.build.test_browser import ZH_HTML
 
 pytestmark = pytest.mark.browser
@@ -19,10 +19,7 @@ EXPECTED = ('placeholder="搜索……"', "打印为 PDF")
 def zh_pages() -> list:
     pages = sorted(p for p in ZH_HTML.rglob("*.html") if "_static" not in p.parts) if ZH_HTML.is_dir() else []
     if not pages:
-        message = "no Chinese edition in _build/zh/html: run `make book-zh` first"
-        if require_book():
-            pytest.fail(message)
-        pytest.skip(message)
+        missing_build("no Chinese edition in _build/zh/html: run `make book-zh` first")
     return pages
 
 
