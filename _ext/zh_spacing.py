@@ -8,11 +8,14 @@ space or punctuation (``**长度可变。**一个`` stays unbolded). So the cata
 The same for links: the catalog writes ``在 {ref}`ex-masks` 中`` because the link text is only
 known once references resolve (``练习 3.2``, a Chinese section title, or ``MiniLM …``); here the
 space between a Chinese character and a link whose text starts (ends) with one goes.
+Numbered titles: Sphinx writes ``<span class="caption-number">练习 3.1 </span>`` with a trailing
+space, so 「练习 3.1 （带偏移的因果掩码）」; in the written pages the space before a 「（」 goes.
 Only where ``language`` is Chinese; the rule is tested in tests/build/test_zh_spacing.py.
 """
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from docutils import nodes
 from sphinx.transforms.post_transforms import SphinxPostTransform
@@ -70,6 +73,24 @@ class ZhRunInHeads(SphinxPostTransform):
             drop_spaces_around_chinese_links(self.document)
 
 
+CAPTION_BEFORE_PAREN = re.compile(r'(<span class="caption-number">[^<]*?)\s+</span>\s*(?=（)')
+
+
+def close_numbered_titles(html: str) -> str:
+    """「练习 3.1（…）」: no space between a caption number and the full-width parenthesis after it."""
+    return CAPTION_BEFORE_PAREN.sub(r"\1</span>", html)
+
+
+def close_numbered_titles_in_pages(app, exception) -> None:
+    if exception is not None or not (app.config.language or "").startswith("zh") or app.builder.format != "html":
+        return
+    for page in Path(app.outdir).rglob("*.html"):
+        html = page.read_text(encoding="utf-8")
+        if (fixed := close_numbered_titles(html)) != html:
+            page.write_text(fixed, encoding="utf-8")
+
+
 def setup(app):
     app.add_post_transform(ZhRunInHeads)
+    app.connect("build-finished", close_numbered_titles_in_pages)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -12,7 +12,11 @@ from docutils import nodes
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "_ext"))
-from zh_spacing import drop_spaces_after_run_in_heads, drop_spaces_around_chinese_links  # noqa: E402
+from zh_spacing import (  # noqa: E402
+    close_numbered_titles,
+    drop_spaces_after_run_in_heads,
+    drop_spaces_around_chinese_links,
+)
 
 CATALOGS = sorted((ROOT / "locale" / "zh_CN" / "LC_MESSAGES").rglob("*.po"))
 CJK = r"[\u4e00-\u9fff]"
@@ -72,3 +76,15 @@ def test_spaces_around_chinese_link_text_go_and_those_beside_latin_or_digits_sta
     tree = paragraph(nodes.Text(before), link(text), nodes.Text(after))
     drop_spaces_around_chinese_links(tree)
     assert tree.astext() == expected
+
+
+CAPTION = '<span class="caption-number">'
+
+
+@pytest.mark.parametrize("html, expected", [
+    (CAPTION + "练习 3.1 </span>（带偏移的因果掩码）", CAPTION + "练习 3.1</span>（带偏移的因果掩码）"),
+    (CAPTION + "引理 1 </span> （随机点积的方差）", CAPTION + "引理 1</span>（随机点积的方差）"),
+    (CAPTION + "图 2 </span>Softmax", CAPTION + "图 2 </span>Softmax"),
+])
+def test_a_numbered_title_has_no_space_before_its_full_width_parenthesis(html, expected):
+    assert close_numbered_titles(html) == expected
