@@ -66,3 +66,11 @@ class PageWatch:
 def require_book() -> bool:
     """make test-browser sets REQUIRE_BOOK=1: a missing build is then a failure, not a skip."""
     return os.environ.get("REQUIRE_BOOK") == "1"
+
+
+def missing_build(message: str) -> None:
+    """A test of the built book whose build is missing: skipped, or failed under REQUIRE_BOOK=1."""
+    import pytest
+    if require_book():
+        pytest.fail(message)
+    pytest.skip(message)

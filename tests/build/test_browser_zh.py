@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from tests.build.browser_support import require_book
+from tests.build.browser_support import missing_build
 from tests.build.test_browser import PAGES, ZH, ZH_PAGES, open_page, site  # noqa: F401  (site is a fixture)
 
 pytestmark = pytest.mark.browser
@@ -24,10 +24,7 @@ PROSE_JS = """() => {
 @pytest.fixture(scope="module")
 def zh_site(site):  # noqa: F811
     if not ZH_PAGES:
-        message = "no Chinese edition in _build/zh/html: run `make book-zh` first"
-        if require_book():
-            pytest.fail(message)
-        pytest.skip(message)
+        missing_build("no Chinese edition in _build/zh/html: run `make book-zh` first")
     return site
 
 
