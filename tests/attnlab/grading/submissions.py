@@ -12,8 +12,8 @@ import re
 import nbformat
 
 # Chapter 1's autograded questions, as the exercise page defines them (tests assert the zip agrees)
-QUESTIONS = ["ex-qkv-shapes", "ex-qkv-trap", "ex-qkv-scores", "ex-qkv-attention"]
-WRITTEN = ["ex-qkv-packing", "ex-qkv-tied"]                 # graded by hand, one point each
+QUESTIONS = ["ex-qkv-shapes", "ex-qkv-trap", "ex-qkv-scores", "ex-qkv-attention", "ex-qkv-limit"]
+WRITTEN = ["ex-qkv-packing", "ex-qkv-tied", "ex-qkv-tied-peaks"]      # graded by hand, one point each
 FUNCTIONS = {"ex-qkv-scores": "scores", "ex-qkv-attention": "attention"}
 
 GAMING = '''\

@@ -96,7 +96,9 @@ def assert_contained(before, folder, proof, reached) -> None:
     time.sleep(3)                                             # a detached process would have written by now
     after = snapshots(folder)
     for what, old, new in zip(("the checkout", "the venv", "the submissions"), before, after):
-        assert not changes(old, new), f"{what} changed: {changes(old, new)[:5]}"
+        # git's own loose objects may appear while the suite runs (content-addressed: they change no file)
+        changed = [p for p in changes(old, new) if not p.startswith(".git/objects/")]
+        assert not changed, f"{what} changed: {changed[:5]}"
     assert not list(proof.iterdir()), f"an attack left proof: {sorted(p.name for p in proof.iterdir())}"
     assert not reached, f"connections reached the grading machine: {reached}"
     found = subprocess.run(["pgrep", "-f", "attnlab-hostile-detached"], capture_output=True, text=True).stdout

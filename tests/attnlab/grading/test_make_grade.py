@@ -51,11 +51,11 @@ def test_scores_follow_what_each_submission_is(graded):
     def points(student):
         return [float(rows[student][q]) for q in QUESTIONS]
 
-    assert points("solution") == [1, 1, 1, 1]
+    assert points("solution") == [1, 1, 1, 1, 1]
     for student in ("blank", "empty", "not-json", "not-a-notebook"):
-        assert points(student) == [0, 0, 0, 0], student
-    assert points("partial") == [1, 1, 1, 0]                                   # its last stub is back
-    assert points("hanging") == [1, 1, 0, 1]                                   # scores() never returns
+        assert points(student) == [0, 0, 0, 0, 0], student
+    assert points("partial") == [1, 1, 1, 1, 0]                                # its last stub is back
+    assert points("hanging") == [1, 1, 0, 1, 1]                                # scores() never returns
     for student, row in rows.items():
         assert float(row["total"]) == sum(points(student)), student
 
@@ -100,7 +100,8 @@ def test_a_notebook_past_its_time_limit_scores_zero_on_what_it_had_not_finished(
     # 60 s: the questions before the loop must finish first, on a loaded machine too (20 s did not at load 12)
     result = grade_notebook(tmp_path / "slow.ipynb", questions, timeout=60, question_timeout=120)
     earned = {q.name: q.earned for q in result.questions}
-    assert earned == {"ex-qkv-shapes": 1, "ex-qkv-trap": 1, "ex-qkv-scores": 0, "ex-qkv-attention": 0}
+    assert earned == {"ex-qkv-shapes": 1, "ex-qkv-trap": 1, "ex-qkv-scores": 0, "ex-qkv-attention": 0,
+                      "ex-qkv-limit": 0}
     assert any("time limit of 60 s" in n for n in result.notes)
     assert all("time limit" in q.note for q in result.questions[2:])
 

@@ -93,8 +93,10 @@ def test_forbidden_entry_points_are_recorded_in_the_students_process(student):
     run = Check("attention", 5)
     q = torch.randn(1, 3, 4)
     forbid = ("torch.nn.functional.scaled_dot_product_attention", "torch.einsum")
-    run.call(student.resolve("uses_sdpa"), "a case", q, q, q, forbid=forbid)
+    with pytest.raises(Stop) as stopped:                       # a forbidden call fails the check, named
+        run.call(student.resolve("uses_sdpa"), "a case", q, q, q, forbid=forbid)
     assert run.called == ("torch.nn.functional.scaled_dot_product_attention",)
+    assert "scaled_dot_product_attention" in stopped.value.result.message
     run.call(student.resolve("scores"), "a case", np.ones((2, 2)), np.ones((2, 2)), forbid=("numpy.einsum",))
     assert run.called == ()
 
