@@ -26,6 +26,7 @@ SCORES = (0.5, 2.0, -1.0, 3.5, 0.0, 1.0, 5.0, -2.0)     # the row of chapter 9's
 VALUES = (1.0, -2.0, 0.5, 3.0, 1.0, -1.0, 2.0, 4.0)
 BLOCK_SIZES = (1, 2, 3, 4, 8)
 CURRENT_COLOR = "#dd6b20"                                # the block being folded in
+CURRENT_TEXT_COLOR = "#b7471b"     # the same orange, dark enough for small text (5.3:1 on white, WCAG AA)
 UNSEEN_COLOR = "#cbd5e0"
 
 
@@ -197,7 +198,7 @@ def describe(s: OnlineSoftmaxState) -> str:
             (_("running sum l_b"), [f"{x:.4f}" for x in s.l]),
             (_("running output a_b"), [f"{x:.4f}" for x in s.a]),
             (_("partial output a_b / l_b"), [f"{x:.4f}" for x in s.partial])]
-    highlight = {(r, s.step - 1): CURRENT_COLOR for r in range(2, len(rows))}
+    highlight = {(r, s.step - 1): CURRENT_TEXT_COLOR for r in range(2, len(rows))}
     return table(rows, highlight)
 
 
