@@ -129,10 +129,18 @@ def test_page_reads_correctly_offline(site, rel):
         assert report["favicon"], f"{rel}: no favicon (html_favicon)"
 
 
+def unfold(page) -> None:
+    """Open every folded "Going deeper" section, as its button does: what it holds is measured too
+    (folded, its figures are 0 px wide)."""
+    page.evaluate("() => document.querySelectorAll('section.going-deeper.folded')"
+                  ".forEach(s => s.classList.remove('folded'))")
+
+
 @pytest.mark.parametrize("rel", BOTH_EDITIONS or ["(no build)"])
 def test_page_fits_a_phone_screen(site, rel):
     base, browser = site
     with open_page(browser, base, rel, width=390, height=844) as (page, _):
+        unfold(page)
         overflow = page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
         assert overflow <= 2, f"{rel}: the page scrolls sideways by {overflow}px on a 390px-wide screen"
         cut = page.evaluate(CUT_OFF_JS)
@@ -355,6 +363,7 @@ def test_nothing_is_wider_than_its_box_at_1280(site, rel):
     """Math, code, outputs, tables, explorer readouts: all fit their boxes, with no sideways scrolling."""
     base, browser = site
     with open_page(browser, base, rel) as (page, _):
+        unfold(page)
         wide = page.evaluate(OVERFLOW_JS)
         assert wide == [], f"{rel}: content wider than its box at 1280 px: {wide}"
         figures = page.evaluate(FIGURE_TEXT_JS)
