@@ -222,13 +222,14 @@ WRAPPED_OUTPUT_JS = """() => {
   return bad;
 }"""
 
-# The previous/next links at the foot of a page: each title gets the width to read in two lines.
+# The previous/next links at the foot of a page: each title gets the width to read in two lines
+# (a narrow box squeezes a long title into several lines; a short title on one line is fine).
 PREV_NEXT_JS = """() => [...document.querySelectorAll('.prev-next-area a')].map(a => {
     const t = a.querySelector('.prev-next-title');
     const lh = parseFloat(getComputedStyle(t).lineHeight) || 20;
     return {title: t.textContent.trim(), width: Math.round(t.getBoundingClientRect().width),
             lines: Math.round(t.getBoundingClientRect().height / lh)};
-  }).filter(t => t.lines > 2 || (t.width < 200 && t.title.length > 20))"""
+  }).filter(t => t.lines > 2 || (t.width < 200 && t.lines > 1 && t.title.length > 20))"""
 
 # Text of the explorers' SVG pictures (shown ones) rendered smaller than 9 px, or than drawn where
 # it is drawn smaller: the picture shrank with the screen instead of scrolling in its box.
