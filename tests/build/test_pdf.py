@@ -24,7 +24,9 @@ LATEX_LOG = ROOT / "_build" / "latex" / "attention-computed.log"
 HTML = ROOT / "_build" / "html"
 CODE_CELL = re.compile(r"^```\{code-cell\}[^\n]*\n(.*?)^```", re.S | re.M)
 EXPLORER_CALL = re.compile(r"al\.widgets\.(?:\w+\.)?(\w+_explorer)\(")
-WIDGET_REPRS = ("IntSlider(", "SelectionSlider(", "ToggleButtons(", "VBox(children", "HBox(children", "Frames(")
+WIDGET_REPRS = ("IntSlider(", "SelectionSlider(", "ToggleButtons(", "VBox(children", "HBox(children", "Frames(",
+                "<Diagram diag-")
+DIAGRAM_FIGURE = re.compile(r":  figure:\n:    caption: \|\n((?::      [^\n]*\n)+):    name: (diag-[\w-]+)")
 
 
 def require_pdf() -> bool:
@@ -175,6 +177,27 @@ def test_every_explorer_is_a_picture_with_its_caption(pdf, pages):
                 # the picture sits just above its caption: on the caption's page or the page before
                 labels = picture_labels(pdf, i + 1) + (picture_labels(pdf, i) if i else 0)
                 assert labels >= 5, f"{name}: no SVG picture near its caption on page {i + 1}"
+
+
+def diagram_figures() -> list[tuple[str, str]]:
+    """(label, caption) of every diagram figure (a code cell named diag-...) in the book."""
+    return [(label, flat(" ".join(line[7:] for line in caption.splitlines())).strip())
+            for doc in toc_documents()
+            for caption, label in DIAGRAM_FIGURE.findall((ROOT / f"{doc}.md").read_text())]
+
+
+def test_every_diagram_is_a_picture_above_its_caption(pdf, pages):
+    figures = diagram_figures()
+    assert len(figures) >= 8, figures
+    pages = [re.sub(r"(?<=[a-z])- (?=[a-z])", "", p) for p in pages]   # words hyphenated at a line end
+    for label, caption in figures:
+        start = re.split(r"[$*`{]", caption)[0][:40]     # the plain words before any markup
+        found = [i for i, p in enumerate(pages) if start in p]
+        assert found, f"{label}: caption {start!r} not in the PDF"
+        i = found[0]
+        # the converted SVG's labels are DejaVu Sans text: on the caption's page or the page before
+        labels = picture_labels(pdf, i + 1) + (picture_labels(pdf, i) if i else 0)
+        assert labels >= 3, f"{label}: no SVG picture near its caption on page {i + 1}"
 
 
 def test_html_book_links_the_pdf(pdf):
