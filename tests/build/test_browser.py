@@ -6,10 +6,19 @@ Run after `make book` (`make test-browser`). Without a build these tests skip wi
 from __future__ import annotations
 
 import contextlib
+import re
 
 import pytest
 
-from tests.build.browser_support import CHROMIUM_ARGS, ROOT, PageWatch, chromium_path, require_book, serve
+from tests.build.browser_support import (
+    CHROMIUM_ARGS,
+    ROOT,
+    PageWatch,
+    chromium_path,
+    missing_build,
+    require_book,
+    serve,
+)
 
 pytestmark = pytest.mark.browser
 BUILD = ROOT / "_build"
@@ -495,6 +504,42 @@ def test_code_in_an_exercise_box_uses_the_phone_width(site):
             return box.getBoundingClientRect().width - code.getBoundingClientRect().width; }""")
     # the box's border and padding take about 25 px; a second indent took 70
     assert gap <= 40, f"an exercise's code box is {gap:.0f} px narrower than its box at 390 px"
+
+
+DIAGRAM_NAME = re.compile(r"^[\s:]*name: (diag-[\w-]+)", re.M)
+
+
+def diagram_pages() -> list[tuple[str, list[str]]]:
+    """(page, its diagram figures' labels) for every page of both editions that shows a diagram."""
+    found = []
+    for source in sorted(ROOT.glob("chapters/*.md")):
+        labels = DIAGRAM_NAME.findall(source.read_text(encoding="utf-8"))
+        rel = source.with_suffix(".html").relative_to(ROOT).as_posix()
+        found += [(r, labels) for r in (rel, ZH + rel) if labels and r in BOTH_EDITIONS]
+    return found
+
+
+@pytest.mark.parametrize(("rel", "labels"), diagram_pages() or [("(no build)", [])])
+def test_every_diagram_is_drawn_with_its_number_and_alt_text(site, rel, labels):
+    base, browser = site
+    if rel == "(no build)":
+        missing_build("no built book in _build/html: run `make book` first")
+    with open_page(browser, base, rel) as (page, _):
+        unfold(page)
+        drawn = page.evaluate("""() => [...document.querySelectorAll('figure[id^="diag-"]')].map(f => {
+            const img = f.querySelector('img'), box = img ? img.getBoundingClientRect() : {width: 0, height: 0};
+            return {id: f.id, loaded: !!img && img.complete && img.naturalWidth > 0, width: box.width,
+                    height: box.height, alt: img ? img.alt : '',
+                    caption: (f.querySelector('figcaption') || {textContent: ''}).textContent.trim()};
+        })""")
+    assert sorted(d["id"] for d in drawn) == sorted(labels), f"{rel}: diagram figures {drawn}"
+    number = "图" if rel.startswith(ZH) else "Fig."
+    for d in drawn:
+        assert d["loaded"] and d["width"] > 200 and d["height"] > 80, f"{rel}: {d['id']} is not drawn: {d}"
+        assert d["caption"].startswith(number), f"{rel}: {d['id']}'s caption lacks its number: {d['caption']!r}"
+        assert len(d["alt"]) > 40, f"{rel}: {d['id']} has no description for a screen reader: {d['alt']!r}"
+        if rel.startswith(ZH):
+            assert re.search("[\u4e00-\u9fff]", d["alt"]), f"{rel}: {d['id']}'s alt text is not Chinese"
 
 
 def test_explorer_footers_are_readable_in_dark_mode(site):
