@@ -6,11 +6,15 @@ into a fresh notebook it runs and reads as plain Python, in English. So it calls
 no ``glue`` (the book's plumbing), and asserts nothing (``assert``, ``np.testing.assert_*``): the
 checks that keep the page's claims true run in a hidden cell after it. An assertion the cell
 catches itself (``try: torch.testing.assert_close(...) except AssertionError: ...``) is a
-predicate the lesson is about, not a check, and may stay.
+predicate the lesson is about, not a check, and may stay. Nor does a visible cell read a name
+that only a hidden cell defined: the student who copies the visible cells in order would get a
+NameError.
 """
 from __future__ import annotations
 
 import ast
+import builtins
+import symtable
 from pathlib import Path
 
 from ..pages import code_cells
@@ -53,6 +57,37 @@ def plumbing(source: str) -> list[tuple[int, str]]:
     return sorted(found)
 
 
+def bound_and_read(source: str) -> tuple[set[str], set[str]]:
+    """(the names a cell binds at its top level, the global names it or its functions read)."""
+    top = symtable.symtable(source, "<cell>", "exec")
+    bound = {s.get_name() for s in top.get_symbols() if s.is_assigned() or s.is_imported() or s.is_namespace()}
+    read, tables = set(), [top]
+    while tables:
+        table = tables.pop()
+        read |= {s.get_name() for s in table.get_symbols()
+                 if s.is_referenced() and (table is top or s.is_global())}
+        tables += table.get_children()
+    return bound, read - bound - set(dir(builtins))
+
+
+def hidden_names(page: Path) -> list[tuple[int, list[str]]]:
+    """(line, names) of each visible cell that reads names which, before it, only hidden cells defined."""
+    shown, hidden, found = set(), set(), []
+    for cell in code_cells(page):
+        bound, read = bound_and_read(cell.source)
+        if cell.visible:
+            missing = sorted(read & hidden - shown)
+            if missing:
+                found.append((cell.page_line(1), missing))
+            shown |= bound
+        else:
+            hidden |= bound
+    return found
+
+
 def lint(page: Path) -> list[Finding]:
-    return [Finding(page, cell.page_line(line), f"a visible cell holds {what}: move it into a hidden cell")
-            for cell in code_cells(page) if cell.visible for line, what in plumbing(cell.source)]
+    found = [Finding(page, cell.page_line(line), f"a visible cell holds {what}: move it into a hidden cell")
+             for cell in code_cells(page) if cell.visible for line, what in plumbing(cell.source)]
+    return found + [Finding(page, line, f"a visible cell reads {', '.join(names)}, defined only in hidden "
+                                        "cells: a student copying the visible cells gets a NameError")
+                    for line, names in hidden_names(page)]

@@ -1,5 +1,6 @@
 """A visible cell holds what a student would write (bookbuild.lint.cells): no translation call, no glue, no
-assertion; the rule on examples, then on every chapter, exercise sheet and solution page."""
+assertion, no name only a hidden cell defined; the rules on examples, then on every chapter, exercise sheet and
+solution page."""
 import pytest
 
 from bookbuild.lint import cells
@@ -41,6 +42,18 @@ def test_a_hidden_cell_may_hold_them(tmp_path):
     assert [c.visible for c in code_cells(page)] == [False, False, True]
     assert [(f.line, f.message.split(":")[0]) for f in cells.lint(page)] == [
         (15, "a visible cell holds an assert statement")]
+
+
+def test_a_name_only_a_hidden_cell_defined_is_found(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("```{code-cell} ipython3\nimport numpy as np\n```\n\n"
+                    "```{code-cell} ipython3\n:tags: [remove-cell]\nx = np.ones(3)\nhelper = len\n```\n\n"
+                    "```{code-cell} ipython3\ny = [x[i] for i in range(3)]\nf = lambda: helper(y)\n"
+                    "print(f(), len(y))\n```\n\n"
+                    "```{code-cell} ipython3\nx = np.zeros(2)\n```\n\n"
+                    "```{code-cell} ipython3\nprint(x, np.pi)\n```\n")
+    assert cells.hidden_names(page) == [(12, ["helper", "x"])]       # the third cell's first line
+    assert cells.bound_and_read("def g(a):\n    return a + b\nc = g(1)\n") == ({"g", "c"}, {"b"})
 
 
 @pytest.mark.parametrize("page", pages(ROOT, ("chapters", "exercises", "solutions")), ids=lambda p: p.stem)
