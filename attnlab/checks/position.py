@@ -2,6 +2,8 @@
 that the student writes, an ALiBi bias, and a cache that stores keys after rotation.
 
 All tasks are NumPy float64. :func:`_rope` below is RoPE with one knob per classic mistake; the defaults are right.
+The sheet asks for the functions written by hand: ``attnlab.position``'s own may not be called
+(:data:`POSITION_LIBRARIES`).
 """
 from __future__ import annotations
 
@@ -29,6 +31,9 @@ def _rope(x, positions, base=10000.0, pairing="half", *, sign=1.0, exponent=-2.0
 
 
 OTHER_PAIRING = {"half": "interleaved", "interleaved": "half"}
+POSITION_LIBRARIES = ("attnlab.position.rope", "attnlab.position.rope_angles",
+                      "attnlab.position.interleave_permutation", "attnlab.position.alibi_slopes",
+                      "attnlab.position.alibi_bias")
 
 # ---------------------------------------------------------------------------------------------- RoPE
 
@@ -77,7 +82,7 @@ def rope_by_row_index(x, positions, base, pairing):
     return _rope(x, np.arange(len(positions)), base, pairing)
 
 
-@checker(N_("RoPE"), ROPE_MISTAKES)
+@checker(N_("RoPE"), ROPE_MISTAKES, forbid=POSITION_LIBRARIES)
 def check_rope(run, fn, pairing="half"):
     """Check ``fn(x, positions, base)``: x (T, d) float64 with d even, positions (T,) integers -> x with pair i of
     the row at position p turned by the angle p * base^(-2i/d), pairing ``pairing`` ("half" or "interleaved")."""
@@ -204,7 +209,7 @@ def alibi_absolute(n_heads, T, S):
     return _alibi(n_heads, T, S, absolute=True)
 
 
-@checker(N_("ALiBi bias"), ALIBI_MISTAKES)
+@checker(N_("ALiBi bias"), ALIBI_MISTAKES, forbid=POSITION_LIBRARIES)
 def check_alibi_bias(run, fn):
     """Check ``fn(n_heads, T, S)``: the (n_heads, T, S) additive bias -slope_h * (query position - key position), query
     row i at position S - T + i, slopes 2^(-8k/n) for k = 1 .. n (n a power of two)."""
@@ -229,7 +234,8 @@ model = models(CACHE_MISTAKES)
 CHUNKS_BASE = 100.0
 
 
-def _stream(q, k, v, chunks, *, key_pos="absolute", query_pos="absolute", rotate_values=False, twice=False):
+def _stream(q, k, v, chunks, *, key_pos="absolute", query_pos="absolute", rotate_values=False, twice=False,
+            axis=-1):
     """A rotary cache's outputs over a stream of chunks (one head): keys rotated when appended, queries on arrival."""
     outs, keys, values, start = [], [], [], 0
     for t in chunks:
@@ -241,7 +247,7 @@ def _stream(q, k, v, chunks, *, key_pos="absolute", query_pos="absolute", rotate
         qr = _rope(q[rows], positions[query_pos], CHUNKS_BASE)
         K, V = np.concatenate(keys), np.concatenate(values)
         allowed = np.arange(len(K))[None, :] <= np.arange(start, start + t)[:, None]   # causal, absolute positions
-        outs.append(attend(qr, K, V, allowed))
+        outs.append(attend(qr, K, V, allowed, axis=axis))
         start += t
     return np.concatenate(outs)
 
@@ -276,7 +282,13 @@ def cache_values_rotated(q, k, v, chunks):
     return _stream(q, k, v, chunks, rotate_values=True)
 
 
-@checker(N_("rotary KV cache"), CACHE_MISTAKES)
+@model("softmax_over_queries", N_("the softmax runs down the columns, over the queries of a chunk: each query's "
+       "weights must sum to 1 over the keys it may read (axis=-1 of the (t, S) scores, not axis=0)."))
+def cache_softmax_over_queries(q, k, v, chunks):
+    return _stream(q, k, v, chunks, axis=0)
+
+
+@checker(N_("rotary KV cache"), CACHE_MISTAKES, forbid=POSITION_LIBRARIES)
 def check_rotary_cache(run, cls):
     """Check a class ``cls(base)`` with ``append(k, v)`` (k, v (t, 4) of the t next positions, k before rotation:
     store it rotated) and ``attend(q)`` (q (t, 4) of those positions, before rotation -> (t, 4), causal attention
