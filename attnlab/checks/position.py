@@ -170,12 +170,12 @@ def _slopes(n, eight=8.0):
     return 2.0 ** (-eight * np.arange(1, n + 1) / n)
 
 
-def _alibi(n_heads, T, S, *, slopes=None, sign=-1.0, offset=None, absolute=False):
+def _alibi(n_heads, T, S, *, slopes=None, sign=-1.0, offset=None, absolute=False, future=None):
     slopes = _slopes(n_heads) if slopes is None else slopes
     offset = S - T if offset is None else offset
-    distance = (offset + np.arange(T))[:, None] - np.arange(S)[None, :]
-    distance = np.abs(distance) if absolute else distance
-    return sign * slopes[:, None, None] * distance[None]
+    distance = (offset + np.arange(T))[:, None] - np.arange(S)[None, :]         # (T, S)
+    bias = sign * slopes[:, None, None] * (np.abs(distance) if absolute else distance)[None]   # (H, T, S)
+    return bias if future is None else np.where(distance[None] < 0, future, bias)
 
 
 @model("bias_sign", N_("the sign is flipped: far keys must be penalised, bias = -slope * (query position - key "
@@ -209,6 +209,12 @@ def alibi_absolute(n_heads, T, S):
     return _alibi(n_heads, T, S, absolute=True)
 
 
+@model("future_masked", N_("you put -inf on the future keys: the task asks for -slope * (query position - key "
+       "position) on every entry, future keys included (a positive bias there); the causal mask removes them later."))
+def alibi_future_masked(n_heads, T, S):
+    return _alibi(n_heads, T, S, future=-np.inf)
+
+
 @checker(N_("ALiBi bias"), ALIBI_MISTAKES, forbid=POSITION_LIBRARIES)
 def check_alibi_bias(run, fn):
     """Check ``fn(n_heads, T, S)``: the (n_heads, T, S) additive bias -slope_h * (query position - key position), query
@@ -235,7 +241,7 @@ CHUNKS_BASE = 100.0
 
 
 def _stream(q, k, v, chunks, *, key_pos="absolute", query_pos="absolute", rotate_values=False, twice=False,
-            axis=-1):
+            axis=-1, causal=True):
     """A rotary cache's outputs over a stream of chunks (one head): keys rotated when appended, queries on arrival."""
     outs, keys, values, start = [], [], [], 0
     for t in chunks:
@@ -247,6 +253,7 @@ def _stream(q, k, v, chunks, *, key_pos="absolute", query_pos="absolute", rotate
         qr = _rope(q[rows], positions[query_pos], CHUNKS_BASE)
         K, V = np.concatenate(keys), np.concatenate(values)
         allowed = np.arange(len(K))[None, :] <= np.arange(start, start + t)[:, None]   # causal, absolute positions
+        allowed = allowed if causal else np.ones_like(allowed)
         outs.append(attend(qr, K, V, allowed, axis=axis))
         start += t
     return np.concatenate(outs)
@@ -282,6 +289,12 @@ def cache_values_rotated(q, k, v, chunks):
     return _stream(q, k, v, chunks, rotate_values=True)
 
 
+@model("no_causal_mask", N_("a query reads the keys of later positions in its own chunk: with several positions "
+       "appended at once, mask the scores so that the query at position p reads only keys j <= p."))
+def cache_without_causal_mask(q, k, v, chunks):
+    return _stream(q, k, v, chunks, causal=False)
+
+
 @model("softmax_over_queries", N_("the softmax runs down the columns, over the queries of a chunk: each query's "
        "weights must sum to 1 over the keys it may read (axis=-1 of the (t, S) scores, not axis=0)."))
 def cache_softmax_over_queries(q, k, v, chunks):
@@ -295,7 +308,8 @@ def check_rotary_cache(run, cls):
     with scale 1/sqrt(4) over everything appended); pairing "half"."""
     rng = seeds.rng(71)
     cases = [(N_("6 positions appended in chunks of 2, 1, 3"), 6, (2, 1, 3)),
-             (N_("5 positions appended one at a time"), 5, (1, 1, 1, 1, 1))]
+             (N_("5 positions appended one at a time"), 5, (1, 1, 1, 1, 1)),
+             (N_("7 positions appended in chunks of 4 and 3"), 7, (4, 3))]
     streams = {case: (rng.normal(size=(T, 4)), rng.normal(size=(T, 4)), rng.normal(size=(T, 4)), chunks)
                for case, T, chunks in cases}
 
@@ -315,4 +329,5 @@ def check_rotary_cache(run, cls):
         return Trial(case, np.concatenate(outs), _stream(q, k, v, chunks), (q, k, v, chunks))
 
     run.each_case([c[0] for c in cases], trial, CACHE_MISTAKES)
-    return run.passed(_("Both streams match attention with every key rotated once by its absolute position."))
+    return run.passed(_("All {n} streams match attention with every key rotated once by its absolute "
+                        "position.").format(n=len(cases)))
