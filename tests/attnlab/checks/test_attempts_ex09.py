@@ -123,5 +123,7 @@ def test_exercise_9_3_split_kv_attention():
            "a chunk's lse is its largest score", "chunk_lse_is_max", "largest score")
     expect(check, lambda q, k, v, n: _split(q, k, v, n)[0], "9.3 split_kv_attention", "returns out only",
            "wrong_type", "two arrays")
+    expect(check, lambda q, k, v, n: (_split(q, k, v, n)[0], _split(q, k, v, n)[1][:, None]),
+           "9.3 split_kv_attention", "lse as a (T, 1) column", "wrong_shape", "expected (3)")
     expect(check, lambda q, k, v, n: (al.attention(q, k, v), _split(q, k, v, n)[1]), "9.3 split_kv_attention",
            "al.attention for the output", "forbidden_call", "attnlab.reference.attention")
