@@ -2,6 +2,8 @@
 that the student writes, an ALiBi bias, and a cache that stores keys after rotation.
 
 All tasks are NumPy float64. :func:`_rope` below is RoPE with one knob per classic mistake; the defaults are right.
+The sheet asks for the functions written by hand: ``attnlab.position``'s own may not be called
+(:data:`POSITION_LIBRARIES`).
 """
 from __future__ import annotations
 
@@ -29,6 +31,9 @@ def _rope(x, positions, base=10000.0, pairing="half", *, sign=1.0, exponent=-2.0
 
 
 OTHER_PAIRING = {"half": "interleaved", "interleaved": "half"}
+POSITION_LIBRARIES = ("attnlab.position.rope", "attnlab.position.rope_angles",
+                      "attnlab.position.interleave_permutation", "attnlab.position.alibi_slopes",
+                      "attnlab.position.alibi_bias")
 
 # ---------------------------------------------------------------------------------------------- RoPE
 
@@ -77,7 +82,7 @@ def rope_by_row_index(x, positions, base, pairing):
     return _rope(x, np.arange(len(positions)), base, pairing)
 
 
-@checker(N_("RoPE"), ROPE_MISTAKES)
+@checker(N_("RoPE"), ROPE_MISTAKES, forbid=POSITION_LIBRARIES)
 def check_rope(run, fn, pairing="half"):
     """Check ``fn(x, positions, base)``: x (T, d) float64 with d even, positions (T,) integers -> x with pair i of
     the row at position p turned by the angle p * base^(-2i/d), pairing ``pairing`` ("half" or "interleaved")."""
@@ -165,12 +170,12 @@ def _slopes(n, eight=8.0):
     return 2.0 ** (-eight * np.arange(1, n + 1) / n)
 
 
-def _alibi(n_heads, T, S, *, slopes=None, sign=-1.0, offset=None, absolute=False):
+def _alibi(n_heads, T, S, *, slopes=None, sign=-1.0, offset=None, absolute=False, future=None):
     slopes = _slopes(n_heads) if slopes is None else slopes
     offset = S - T if offset is None else offset
-    distance = (offset + np.arange(T))[:, None] - np.arange(S)[None, :]
-    distance = np.abs(distance) if absolute else distance
-    return sign * slopes[:, None, None] * distance[None]
+    distance = (offset + np.arange(T))[:, None] - np.arange(S)[None, :]         # (T, S)
+    bias = sign * slopes[:, None, None] * (np.abs(distance) if absolute else distance)[None]   # (H, T, S)
+    return bias if future is None else np.where(distance[None] < 0, future, bias)
 
 
 @model("bias_sign", N_("the sign is flipped: far keys must be penalised, bias = -slope * (query position - key "
@@ -204,7 +209,13 @@ def alibi_absolute(n_heads, T, S):
     return _alibi(n_heads, T, S, absolute=True)
 
 
-@checker(N_("ALiBi bias"), ALIBI_MISTAKES)
+@model("future_masked", N_("you put -inf on the future keys: the task asks for -slope * (query position - key "
+       "position) on every entry, future keys included (a positive bias there); the causal mask removes them later."))
+def alibi_future_masked(n_heads, T, S):
+    return _alibi(n_heads, T, S, future=-np.inf)
+
+
+@checker(N_("ALiBi bias"), ALIBI_MISTAKES, forbid=POSITION_LIBRARIES)
 def check_alibi_bias(run, fn):
     """Check ``fn(n_heads, T, S)``: the (n_heads, T, S) additive bias -slope_h * (query position - key position), query
     row i at position S - T + i, slopes 2^(-8k/n) for k = 1 .. n (n a power of two)."""
@@ -229,7 +240,8 @@ model = models(CACHE_MISTAKES)
 CHUNKS_BASE = 100.0
 
 
-def _stream(q, k, v, chunks, *, key_pos="absolute", query_pos="absolute", rotate_values=False, twice=False):
+def _stream(q, k, v, chunks, *, key_pos="absolute", query_pos="absolute", rotate_values=False, twice=False,
+            axis=-1, causal=True):
     """A rotary cache's outputs over a stream of chunks (one head): keys rotated when appended, queries on arrival."""
     outs, keys, values, start = [], [], [], 0
     for t in chunks:
@@ -241,7 +253,8 @@ def _stream(q, k, v, chunks, *, key_pos="absolute", query_pos="absolute", rotate
         qr = _rope(q[rows], positions[query_pos], CHUNKS_BASE)
         K, V = np.concatenate(keys), np.concatenate(values)
         allowed = np.arange(len(K))[None, :] <= np.arange(start, start + t)[:, None]   # causal, absolute positions
-        outs.append(attend(qr, K, V, allowed))
+        allowed = allowed if causal else np.ones_like(allowed)
+        outs.append(attend(qr, K, V, allowed, axis=axis))
         start += t
     return np.concatenate(outs)
 
@@ -276,14 +289,27 @@ def cache_values_rotated(q, k, v, chunks):
     return _stream(q, k, v, chunks, rotate_values=True)
 
 
-@checker(N_("rotary KV cache"), CACHE_MISTAKES)
+@model("no_causal_mask", N_("a query reads the keys of later positions in its own chunk: with several positions "
+       "appended at once, mask the scores so that the query at position p reads only keys j <= p."))
+def cache_without_causal_mask(q, k, v, chunks):
+    return _stream(q, k, v, chunks, causal=False)
+
+
+@model("softmax_over_queries", N_("the softmax runs down the columns, over the queries of a chunk: each query's "
+       "weights must sum to 1 over the keys it may read (axis=-1 of the (t, S) scores, not axis=0)."))
+def cache_softmax_over_queries(q, k, v, chunks):
+    return _stream(q, k, v, chunks, axis=0)
+
+
+@checker(N_("rotary KV cache"), CACHE_MISTAKES, forbid=POSITION_LIBRARIES)
 def check_rotary_cache(run, cls):
     """Check a class ``cls(base)`` with ``append(k, v)`` (k, v (t, 4) of the t next positions, k before rotation:
     store it rotated) and ``attend(q)`` (q (t, 4) of those positions, before rotation -> (t, 4), causal attention
     with scale 1/sqrt(4) over everything appended); pairing "half"."""
     rng = seeds.rng(71)
     cases = [(N_("6 positions appended in chunks of 2, 1, 3"), 6, (2, 1, 3)),
-             (N_("5 positions appended one at a time"), 5, (1, 1, 1, 1, 1))]
+             (N_("5 positions appended one at a time"), 5, (1, 1, 1, 1, 1)),
+             (N_("7 positions appended in chunks of 4 and 3"), 7, (4, 3))]
     streams = {case: (rng.normal(size=(T, 4)), rng.normal(size=(T, 4)), rng.normal(size=(T, 4)), chunks)
                for case, T, chunks in cases}
 
@@ -303,4 +329,5 @@ def check_rotary_cache(run, cls):
         return Trial(case, np.concatenate(outs), _stream(q, k, v, chunks), (q, k, v, chunks))
 
     run.each_case([c[0] for c in cases], trial, CACHE_MISTAKES)
-    return run.passed(_("Both streams match attention with every key rotated once by its absolute position."))
+    return run.passed(_("All {n} streams match attention with every key rotated once by its absolute "
+                        "position.").format(n=len(cases)))

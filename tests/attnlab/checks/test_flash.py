@@ -1,7 +1,8 @@
 """Checkers of chapter 9: merging partial results by log-sum-exp, and split-KV attention.
 
-The right answers come from the torch path (attnlab.torch_ops.merge_partials, split_kv_attention); each
-wrong function is written here the way a student would write it, not taken from the checker's models.
+The right answers are students' NumPy functions that agree with the torch path (attnlab.torch_ops.merge_partials,
+split_kv_attention); the torch path itself, called inside a student's function, is a forbidden shortcut and is
+named. Each wrong function is written here the way a student would write it, not taken from the checker's models.
 """
 import numpy as np
 import torch
@@ -31,10 +32,19 @@ def loop_merge(outs, lses):
     return np.where(seen[:, None], acc / safe[:, None], 0.0), np.where(seen, m + np.log(safe), -np.inf)
 
 
-def test_both_right_merges_pass_and_a_stub_is_not_attempted():
-    assert C.check_merge_partials(torch_merge).passed
+def test_a_right_merge_passes_and_a_stub_is_not_attempted():
+    rng = np.random.default_rng(3)
+    outs, lses = rng.normal(size=(3, 5, 2)), rng.normal(scale=3, size=(3, 5)) + 700
+    outs[:, 4], lses[:, 4] = 0.0, -np.inf                              # row 4 saw no key
+    lses[1, 0] = -np.inf
+    for got, want in zip(loop_merge(outs, lses), torch_merge(outs, lses)):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
     assert C.check_merge_partials(loop_merge).passed
     assert_not_attempted(C.check_merge_partials(stub))
+
+
+def test_the_torch_merge_inside_a_student_function_is_named():
+    assert_diagnosis(C.check_merge_partials(torch_merge), "forbidden_call", "torch_ops.split_kv.merge_partials")
 
 
 def test_an_average_of_the_partials_is_named():
@@ -88,11 +98,11 @@ def test_a_row_of_empty_chunks_that_turns_nan_is_named():
 
 
 def test_one_array_instead_of_two_and_none_are_explained():
-    assert_diagnosis(C.check_merge_partials(lambda outs, lses: torch_merge(outs, lses)[0]), "wrong_type",
+    assert_diagnosis(C.check_merge_partials(lambda outs, lses: loop_merge(outs, lses)[0]), "wrong_type",
                      "must return two arrays")
     assert_diagnosis(C.check_merge_partials(lambda outs, lses: None), "returns_none", "return")
     assert_diagnosis(C.check_merge_partials(lambda outs, lses: tuple(torch.from_numpy(x) for x in
-                                                                     torch_merge(outs, lses))),
+                                                                     loop_merge(outs, lses))),
                      "wrong_type", "NumPy array")
 
 
@@ -121,8 +131,13 @@ def student_split(q, k, v, n_splits, *, bounds=None, scale=True, merge=loop_merg
 
 
 def test_right_split_kv_attention_passes_and_a_stub_is_not_attempted():
-    assert C.check_split_kv_attention(torch_split).passed
+    rng = np.random.default_rng(4)
+    q, k, v = rng.normal(size=(3, 4)), rng.normal(size=(7, 4)), rng.normal(size=(7, 2))
+    for n_splits in (1, 3, 7, 9):
+        for got, want in zip(student_split(q, k, v, n_splits), torch_split(q, k, v, n_splits)):
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
     assert C.check_split_kv_attention(student_split).passed
+    assert_diagnosis(C.check_split_kv_attention(torch_split), "forbidden_call", "torch_ops.split_kv.split_kv_attention")
     assert_not_attempted(C.check_split_kv_attention(stub))
 
 
@@ -135,7 +150,7 @@ def test_chunks_that_drop_the_last_keys_are_named():
 
 def test_averaging_the_chunks_is_named():
     def averaged(q, k, v, n_splits):
-        return student_split(q, k, v, n_splits, merge=lambda o, lse: (o.mean(axis=0), torch_merge(o, lse)[1]))
+        return student_split(q, k, v, n_splits, merge=lambda o, lse: (o.mean(axis=0), loop_merge(o, lse)[1]))
     assert_diagnosis(C.check_split_kv_attention(averaged), "no_rescale", "averaged")
 
 
@@ -151,10 +166,10 @@ def test_an_empty_chunk_that_raises_or_gives_nan_is_named():
         for s in range(n_splits):
             u = q @ k[s * S // n_splits:(s + 1) * S // n_splits].T
             parts.append(u.max(axis=1))                       # np.max of an empty chunk raises
-        return torch_split(q, k, v, n_splits)
+        return student_split(q, k, v, n_splits)
 
     def nan(q, k, v, n_splits):
-        out, lse = torch_split(q, k, v, n_splits)
+        out, lse = student_split(q, k, v, n_splits)
         return (out * np.nan if n_splits > k.shape[0] else out), lse
     assert_diagnosis(C.check_split_kv_attention(raises), "empty_chunk", "n_splits > S")
     assert_diagnosis(C.check_split_kv_attention(nan), "empty_chunk", "NaN")

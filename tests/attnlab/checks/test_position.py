@@ -1,5 +1,6 @@
-"""Checkers of chapter 7: the references pass (attnlab.position's own functions and a RotaryKVCache written with
-them), stubs are "not attempted yet", and every mistake is named on a wrong function written here."""
+"""Checkers of chapter 7: students' functions that agree with attnlab.position pass (and a RotaryKVCache behind the
+task's interface), attnlab.position called inside them is named a forbidden shortcut, stubs are "not attempted yet",
+and every mistake is named on a wrong function written here."""
 import numpy as np
 import pytest
 import torch
@@ -26,8 +27,12 @@ def student_rope(pairing="half", sign=1, factor=2, base=None, shift=0, by_index=
 
 @pytest.mark.parametrize("pairing", ["half", "interleaved"])
 def test_rope_reference_passes(pairing):
-    assert C.check_rope(lambda x, p, b: al.position.rope(x, p, b, pairing), pairing=pairing).passed
+    x, positions = np.random.default_rng(1).normal(size=(5, 6)), np.array([3, 0, 9, 40, 2])
+    np.testing.assert_allclose(student_rope(pairing)(x, positions, 500.0),
+                               al.position.rope(x, positions, 500.0, pairing), rtol=1e-12, atol=1e-12)
     assert C.check_rope(student_rope(pairing), pairing=pairing).passed
+    assert_diagnosis(C.check_rope(lambda x, p, b: al.position.rope(x, p, b, pairing), pairing=pairing),
+                     "forbidden_call", "attnlab.position.rope")
     assert_not_attempted(C.check_rope(stub))
 
 
@@ -67,10 +72,13 @@ def test_relative_position_test_checker():
 
 
 def test_alibi_checker():
-    assert C.check_alibi_bias(lambda n, T, S: al.position.alibi_bias(n, T, S)).passed
+    assert_diagnosis(C.check_alibi_bias(lambda n, T, S: al.position.alibi_bias(n, T, S)), "forbidden_call",
+                     "attnlab.position.alibi_bias")
     assert_not_attempted(C.check_alibi_bias(stub))
     slopes = lambda n: 2.0 ** (-8 * np.arange(1, n + 1) / n)                         # noqa: E731
     distance = lambda T, S, off: (off + np.arange(T))[:, None] - np.arange(S)        # noqa: E731
+    np.testing.assert_allclose(-slopes(4)[:, None, None] * distance(3, 7, 4), al.position.alibi_bias(4, 3, 7))
+    assert C.check_alibi_bias(lambda n, T, S: -slopes(n)[:, None, None] * distance(T, S, S - T)).passed
     assert_diagnosis(C.check_alibi_bias(lambda n, T, S: slopes(n)[:, None, None] * distance(T, S, S - T)),
                      "bias_sign", "sign")
     assert_diagnosis(C.check_alibi_bias(lambda n, T, S: -slopes(n)[::-1, None, None] * distance(T, S, S - T)),
