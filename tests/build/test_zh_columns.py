@@ -20,7 +20,8 @@ from bookbuild.i18n.page_strings import is_language
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = sorted([*ROOT.glob("chapters/*.md"), *ROOT.glob("exercises/*.md"), *ROOT.glob("solutions/*.md")])
-CONVERTED = ["chapters/01_qkv.md", "chapters/03_masks.md", "solutions/sol03_masks.md"]
+CONVERTED = ["chapters/01_qkv.md", "chapters/03_masks.md", "solutions/sol03_masks.md", "chapters/04_worked_examples.md",
+             "chapters/08_cost.md"]
 # a label printed with spaces typed after it: print("label:     ", x), f"label:   {x}"
 TYPED_PADDING = re.compile(r"print\(f?\"[^\"]*?(?:[A-Za-z)\]'][:,] {2,}|[A-Za-z:] {3,})")
 # print(f"{'float64, no mask:':<23}", row): the label alone, so its colon is no format spec
