@@ -8,6 +8,9 @@ space or punctuation (``**长度可变。**一个`` stays unbolded). So the cata
 The same for links: the catalog writes ``在 {ref}`ex-masks` 中`` because the link text is only
 known once references resolve (``练习 3.2``, a Chinese section title, or ``MiniLM …``); here the
 space between a Chinese character and a link whose text starts (ends) with one goes.
+A link whose text is a page's title, cited in a Chinese sentence, names that page as a work and
+gets 《》 (「见《记号与约定》」, 「《第 3 章习题：掩码》的详细解答」); a link with its own text
+(「第 3 章」) or one that heads a line (「查询、键和值：……」, a list of chapters) does not.
 Numbered titles: Sphinx writes ``<span class="caption-number">练习 3.1 </span>`` with a trailing
 space, so 「练习 3.1 （带偏移的因果掩码）」; in the written pages the space before a 「（」 goes.
 Only where ``language`` is Chinese; the rule is tested in tests/build/test_zh_spacing.py.
@@ -64,11 +67,42 @@ def drop_spaces_around_chinese_links(tree: nodes.Node) -> int:
     return dropped
 
 
+def quote_cited_titles(tree: nodes.Node, titles: set[str]) -> int:
+    """Put 《》 around each link whose text is one of ``titles`` and that stands in a Chinese sentence
+    (after Chinese text, or opening the paragraph before Chinese words), dropping the spaces beside it;
+    return how many."""
+    quoted = 0
+    for link in list(tree.findall(nodes.reference)):
+        parent = link.parent
+        if link.astext() not in titles or not isinstance(parent, nodes.paragraph):
+            continue
+        index = parent.index(link)
+        before = parent[index - 1] if index > 0 else None
+        after = link.next_node(descend=False, siblings=True)
+        last = before.rstrip(" ")[-1:] if isinstance(before, nodes.Text) else ""
+        first = after.lstrip(" ")[:1] if isinstance(after, nodes.Text) else ""
+        in_sentence = is_cjk(last) and last != "《"
+        opens_sentence = before is None and is_cjk(first) and first not in FULL_WIDTH_PUNCTUATION + "》"
+        if not (in_sentence or opens_sentence):
+            continue
+        if isinstance(before, nodes.Text):
+            parent.replace(before, nodes.Text(before.rstrip(" ") + "《"))
+        else:
+            parent.insert(index, nodes.Text("《"))
+        if isinstance(after, nodes.Text):
+            parent.replace(after, nodes.Text("》" + after.lstrip(" ")))
+        else:
+            parent.insert(parent.index(link) + 1, nodes.Text("》"))
+        quoted += 1
+    return quoted
+
+
 class ZhRunInHeads(SphinxPostTransform):
     default_priority = 50
 
     def run(self, **kwargs) -> None:
         if (self.config.language or "").startswith("zh"):
+            quote_cited_titles(self.document, {title.astext() for title in self.env.titles.values()})
             drop_spaces_after_run_in_heads(self.document)
             drop_spaces_around_chinese_links(self.document)
 

@@ -125,3 +125,65 @@ def test_the_collector_finds_glosses():
     assert _term_for(_plain("sequence\ntasks"), terms) == "sequence task"
     assert _term_for(_plain("the **query**"), terms) == "query"
     assert _term_for(_plain("a subquery"), terms) is None
+
+
+# ------------------------------------------------- one Chinese word per concept (issue 29, review M8)
+
+ZH_CATALOGS = sorted([*(ROOT / "locale" / "zh_CN" / "LC_MESSAGES").rglob("*.po"),
+                      *(ROOT / "attnlab" / "locale" / "zh_CN" / "LC_MESSAGES").glob("*.po")])
+# a variant the edition does not write -> the term it writes instead
+DISALLOWED = {
+    r"记忆(?!法)": "键值侧",        # memory side (the glossary's term); 形状记忆法, a mnemonic, is another word
+    r"反向计算": "反向传播",
+    r"前向计算": "前向传播",
+    r"长方形": "矩形",
+    r"批次?轴": "批量轴",           # the seeds' batch axis (批量轴 itself does not match)
+    r"遮蔽|掩蔽": "屏蔽",           # the seeds' and 全屏蔽行's verb; 掩码 is the noun
+    r"注意力汇聚(?!点)": "注意力",   # d2l-zh's attention pooling; 注意力汇聚点 is the attention sink
+}
+# the glossary's Chinese definitions name another book's or the seeds' word for its reader
+# (「《动手学深度学习》译作“暂退法”。」, 「也称“排列等变性”。」); only there may a variant appear
+ALIAS_NOTE = re.compile(r"[^。]*(?:《动手学深度学习》|也称)[^。]*。")
+ALIASES = {"dropout": "暂退法", "mask": "掩蔽", "attention": "注意力汇聚", "attention sink": "注意力汇聚",
+           "permutation equivariance": "排列等变性", "allowed set": "允许集合", "memory side": "记忆侧"}
+
+
+def variants(text: str) -> list[str]:
+    """'variant -> term' for each disallowed variant in a Chinese text."""
+    return [f"{m.group()} -> {term}" for rule, term in DISALLOWED.items() for m in re.finditer(rule, text)]
+
+
+def test_the_term_rules_catch_the_variants_and_spare_other_words():
+    assert variants("有 $S$ 行的源记忆 $X_m$，批次轴，长方形用例，反向计算，遮蔽") == [
+        "记忆 -> 键值侧", "反向计算 -> 反向传播", "长方形 -> 矩形", "批次轴 -> 批量轴", "遮蔽 -> 屏蔽"]
+    assert variants("掩蔽分数，批轴，注意力汇聚") == ["批轴 -> 批量轴", "掩蔽 -> 屏蔽", "注意力汇聚 -> 注意力"]
+    assert variants("形状记忆法；批量轴；注意力汇聚点；反向传播；矩形；全屏蔽行") == []
+    assert ALIAS_NOTE.sub("", "在训练时把元素置零。《动手学深度学习》译作“暂退法”。") == "在训练时把元素置零。"
+
+
+@pytest.mark.parametrize("path", ZH_CATALOGS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_chinese_catalog_uses_a_variant_term(path):
+    polib = pytest.importorskip("polib")
+    exempt = path.name == "notation.po"
+    found = [f"{entry.msgid[:40]!r}: {v}" for entry in polib.pofile(str(path)) if not entry.obsolete
+             for v in variants(ALIAS_NOTE.sub("", entry.msgstr) if exempt else entry.msgstr)]
+    assert not found, "\n".join(found)
+
+
+def test_no_chinese_gloss_in_the_sources_uses_a_variant_term():
+    glossed = [(f"{path.name}:{line}", chinese) for path in PAGES for _, _, chinese, line in glosses(path)]
+    glossed += [("glossary", chinese) for entry in glossary_entries() for _, chinese in entry]
+    found = [f"{where}: {v}" for where, chinese in glossed for v in variants(chinese)]
+    assert len(glossed) > 100 and not found, found
+
+
+def test_the_chinese_glossary_names_other_books_terms_for_the_same_concept():
+    """d2l-zh's 暂退法, 掩蔽, 注意力汇聚 and the seeds' 排列等变性, 允许集合, 记忆侧: a reader who knows those
+    words finds this book's term by them."""
+    polib = pytest.importorskip("polib")
+    entries = list(polib.pofile(str(ROOT / "locale" / "zh_CN" / "LC_MESSAGES" / "notation.po")))
+    terms = glossary()
+    definitions = {entries[i].msgid: entries[i + 1].msgstr for i in range(len(entries) - 1)}
+    missing = [f"{term}: “{alias}”" for term, alias in ALIASES.items()
+               if f"“{alias}”" not in "".join(ALIAS_NOTE.findall(definitions[f"{term} ({terms[term]})"]))]
+    assert not missing, missing

@@ -147,3 +147,42 @@ def test_display_maths_is_translated_as_itself():
                if "$" not in e.msgid and re.search(r"\\(frac|begin\{|qquad|sum)", e.msgid)
                and e.msgstr != e.msgid]
     assert changed == [], f"display maths translated (write its words in the prose around it): {changed}"
+
+
+# ------------------------------------------------------------------ cited works (issue 29, review M10)
+
+def work_titles() -> list[str]:
+    """The titles of references.bib's works that prose could name: several words (not a model's name
+    such as "Mistral 7B"); of a bilingual title, its Chinese part unless it is a glossary term
+    (注意力机制, the textbook's title, is also the term "attention mechanism")."""
+    from tests.build.test_glossary import glossary
+
+    terms = set(glossary().values())
+    bib = (ROOT / "references.bib").read_text(encoding="utf-8")
+    titles = []
+    for title in re.findall(r"^\s*title\s*=\s*\{(.+)\},?\s*$", bib, re.M):
+        title = re.sub(r"[{}]", "", title)
+        chinese = re.match(r"([^()]*[\u4e00-\u9fff][^()]*?) \(", title)
+        title = chinese.group(1) if chinese else title.split(":")[0] if len(title.split(":")[0].split()) > 2 else title
+        if (len(title.split()) > 2 or chinese) and title not in terms:
+            titles.append(title)
+    return titles
+
+
+def unmarked_titles(text: str, titles) -> list[str]:
+    """Each title named in ``text`` outside 《》."""
+    return [t for t in titles for m in re.finditer(re.escape(t), text, re.I)
+            if not (text[:m.start()].endswith("《") and text[m.end():].startswith("》"))]
+
+
+def test_a_work_named_in_chinese_prose_is_in_book_title_marks():
+    titles = work_titles()
+    assert "Attention Is All You Need" in titles and "把注意力逐项算清楚" in titles and "Mistral 7B" not in titles
+    assert "注意力机制" not in titles
+    assert unmarked_titles("正如 Attention Is All You Need 所述", titles) == ["Attention Is All You Need"]
+    assert unmarked_titles("正如《Attention Is All You Need》所述", titles) == []
+    polib = pytest.importorskip("polib")
+    catalogs = [*CATALOGS, *(ROOT / "attnlab" / "locale" / "zh_CN" / "LC_MESSAGES").glob("*.po")]
+    found = [f"{po.name}: {t}" for po in catalogs for e in polib.pofile(str(po)) if not e.obsolete
+             for t in unmarked_titles(e.msgstr, titles)]
+    assert not found, found

@@ -16,6 +16,7 @@ from zh_spacing import (  # noqa: E402
     close_numbered_titles,
     drop_spaces_after_run_in_heads,
     drop_spaces_around_chinese_links,
+    quote_cited_titles,
 )
 
 CATALOGS = sorted((ROOT / "locale" / "zh_CN" / "LC_MESSAGES").rglob("*.po"))
@@ -88,3 +89,22 @@ CAPTION = '<span class="caption-number">'
 ])
 def test_a_numbered_title_has_no_space_before_its_full_width_parenthesis(html, expected):
     assert close_numbered_titles(html) == expected
+
+
+TITLES = {"记号与约定", "第 3 章习题：掩码", "MiniLM 编码器"}
+
+
+@pytest.mark.parametrize("children, expected", [
+    (["（见 ", "记号与约定", "）"], "（见《记号与约定》）"),
+    (["本章习题见 ", "第 3 章习题：掩码", "。"], "本章习题见《第 3 章习题：掩码》。"),
+    (["和 ", "MiniLM 编码器"], "和《MiniLM 编码器》"),
+    (["见《", "记号与约定", "》"], "见《记号与约定》"),            # the catalog wrote them already
+    (["记号与约定", "：本书的记号"], "记号与约定：本书的记号"),    # a line headed by the link
+    (["第 3 章习题：掩码", " 的详细解答。"], "《第 3 章习题：掩码》的详细解答。"),
+    (["见 ", "第 3 章", "。"], "见 第 3 章。"),                   # a link with its own text is no title
+])
+def test_a_page_title_cited_in_a_chinese_sentence_gets_book_title_marks(children, expected):
+    """Review M10/issue 29 item 8: a page cited by its title is a work, 「见《记号与约定》」."""
+    tree = paragraph(*[link(c) if c in TITLES or c == "第 3 章" else nodes.Text(c) for c in children])
+    quote_cited_titles(tree, TITLES)
+    assert tree.astext() == expected
