@@ -59,6 +59,8 @@ import nbformat
 
 from attnlab.grading.autograder import RUN_OTTER
 
+from .i18n.code_text import translate as translate_code
+from .i18n.code_text import translate_fenced
 from .i18n.markdown import LANGUAGES, page_catalog, translate_markdown
 from .notebooks import jupyter_markdown, language_cell, words
 
@@ -103,9 +105,9 @@ def _events(path: pathlib.Path, lang: str = "en"):
     nb = jupytext.read(path, fmt="md:myst")
     for cell in nb.cells:
         if cell.cell_type == "code":
-            yield ("code", cell.source)
+            yield ("code", translate_code(cell.source, catalog.get))
             continue
-        text = translate_markdown(cell.source, catalog)
+        text = translate_fenced(translate_markdown(cell.source, catalog), catalog.get)
         while text:
             found = [(m.start(), kind, m) for kind, rx in (("start", _START), ("end", _END), ("plain", _PLAIN))
                      if (m := rx.search(text))]

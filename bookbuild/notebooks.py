@@ -28,6 +28,8 @@ import nbformat
 
 from .editions import Edition
 from .execute import read_notebook
+from .i18n.code_text import translate as translate_code
+from .i18n.code_text import translate_fenced
 from .i18n.markdown import (
     LANGUAGES,
     catalog_path,
@@ -278,10 +280,12 @@ def to_notebook(path: pathlib.Path, keep_solution_links: bool = False, lang: str
             source = translate_markdown(cell.source, catalog)
             cell.source = jupyter_markdown(source, keep_solution_links, path.parent, lang, glued, numbering,
                                            labels).rstrip("\n")
+            cell.source = translate_fenced(cell.source, catalog.get)   # a literalinclude is a fence now
             if not cell.source.strip():
                 continue
         else:
             translate_figure_caption(cell.metadata, catalog)
+            cell.source = translate_code(cell.source, catalog.get)
         cells.append(cell)
         if written:              # a written question: a cell for the answer after it
             cells.append(nbformat.v4.new_markdown_cell(words(lang)["answer"]))

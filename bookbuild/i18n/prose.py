@@ -22,6 +22,7 @@ import polib
 
 from ..editions import write_pot_files
 from ..pages import ROOT
+from .code_text import page_messages as code_messages
 
 CATALOGS = ROOT / "locale" / "zh_CN" / "LC_MESSAGES"
 POT_OUT = ROOT / "_build" / "pot"
@@ -83,7 +84,27 @@ def extract() -> Path:
     if done.returncode != 0:
         sys.stderr.write(done.stdout[-3000:] + done.stderr[-3000:])
         raise SystemExit("extracting the English text failed (above)")
-    return POT_OUT / "_build" / "gettext"
+    pots = POT_OUT / "_build" / "gettext"
+    add_code_messages(pots)
+    return pots
+
+
+CODE_COMMENT = "code: a comment or docstring of the page's code (bookbuild.i18n.code_text)"
+
+
+def add_code_messages(pots: Path) -> None:
+    """Add to each page's template the comments and docstrings of the code it shows."""
+    for pot_path in sorted(pots.rglob("*.pot")):
+        page = ROOT / pot_path.relative_to(pots).with_suffix(".md")
+        if not page.exists():
+            continue
+        pot = polib.pofile(str(pot_path), wrapwidth=0)
+        held = {entry.msgid for entry in pot}
+        added = [m for m in code_messages(page) if m not in held]
+        for message in added:
+            pot.append(polib.POEntry(msgid=message, msgstr="", comment=CODE_COMMENT))
+        if added:
+            pot.save(str(pot_path))
 
 
 def update() -> None:

@@ -92,9 +92,26 @@ def _shown_code(page: Path):
             yield f"{source.relative_to(ROOT)}::{pyobject[1]}", _object_source(source, pyobject[1]), PAGE_CODE_COLUMNS
 
 
+SHOWN_PAGES = PAGES + [ROOT / name for name in ("checking.md", "instructors.md", "notation.md")]
+
+
 def test_code_shown_on_the_pages_fits_their_width():
-    pages = PAGES + [ROOT / name for name in ("checking.md", "instructors.md", "notation.md")]
     too_wide = [f"{page.relative_to(ROOT)} {where}: {len(line)} > {columns} columns: {line.strip()[:60]}"
-                for page in pages for where, source, columns in _shown_code(page)
+                for page in SHOWN_PAGES for where, source, columns in _shown_code(page)
                 for line in source.splitlines() if len(line) > columns]
     assert not too_wide, f"{len(too_wide)} code lines wider than their box:\n" + "\n".join(too_wide)
+
+
+@pytest.mark.parametrize("page", SHOWN_PAGES, ids=lambda p: p.stem)
+def test_code_shown_in_the_chinese_edition_fits_its_width(page):
+    """The Chinese edition shows the same code with Chinese comments and docstrings
+    (``bookbuild.i18n.code_text``), a CJK character taking two columns of a code box."""
+    from attnlab._shown import display_width
+    from bookbuild.i18n.code_text import translate
+    from bookbuild.i18n.markdown import page_catalog
+
+    catalog = page_catalog(page, "zh_CN")
+    too_wide = [f"{where}: {display_width(line)} > {columns} columns: {line.strip()[:60]}"
+                for where, source, columns in _shown_code(page)
+                for line in translate(source, catalog.get).splitlines() if display_width(line) > columns]
+    assert not too_wide, f"{len(too_wide)} translated code lines wider than their box:\n" + "\n".join(too_wide)
