@@ -3,7 +3,9 @@
 The markdown cells of the notebooks ``make notebooks`` and ``make assignments`` write may not hold
 a MyST role (``{ref}`...```, ``{numref}``, ``{glue:text}``, ``{eq}``...; Jupyter shows them as
 typed), a glue key in place of its number (a name glued in the page, shown as code), or a doubled
-word ("Chapter chapter 2", left where a reference was turned into words).
+word ("Chapter chapter 2", left where a reference was turned into words). In a Chinese notebook (one
+under a ``zh_CN`` folder), no code cell may keep an English comment or docstring: they are translated
+through the page's catalog (``bookbuild.i18n.code_text``).
 """
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import json
 import re
 from pathlib import Path
 
+from ..i18n.code_text import messages
 from . import Finding
 
 ROLE = re.compile(r"\{[a-z][\w:-]*\}`[^`]*`")
@@ -28,10 +31,22 @@ def problems(markdown: str, glue_keys: set[str] = frozenset()) -> list[str]:
     return found
 
 
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+def english_words(code: str) -> list[str]:
+    """The comments and docstrings of a Chinese notebook's code cell that are still English."""
+    return [f"English in the code: {m[:50]!r}" for m in messages(code) if not CJK.search(m)]
+
+
 def lint(notebook: Path, glue_keys: set[str] = frozenset()) -> list[Finding]:
     cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
-    return [Finding(notebook, index, problem) for index, cell in enumerate(cells) if cell["cell_type"] == "markdown"
-            for problem in problems("".join(cell["source"]), glue_keys)]
+    found = [Finding(notebook, index, problem) for index, cell in enumerate(cells) if cell["cell_type"] == "markdown"
+             for problem in problems("".join(cell["source"]), glue_keys)]
+    if "zh_CN" in notebook.parts:
+        found += [Finding(notebook, index, problem) for index, cell in enumerate(cells) if cell["cell_type"] == "code"
+                  for problem in english_words("".join(cell["source"]))]
+    return found
 
 
 def glue_keys(root: Path) -> set[str]:

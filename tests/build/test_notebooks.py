@@ -23,6 +23,19 @@ def test_roles_glue_keys_and_doubled_words_are_found_outside_code_and_math():
     assert notebooks.problems("Glue the glue, then that that is fine.") == []
 
 
+def test_an_english_comment_is_found_in_a_chinese_notebook_and_only_there(tmp_path):
+    import nbformat
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1  # the scores\ny = 2  # 分数\n# (T, S)"),
+                                         nbformat.v4.new_markdown_cell("# the scores")])
+    for folder in ("zh_CN", "en"):
+        (tmp_path / folder).mkdir()
+        nbformat.write(nb, tmp_path / folder / "page.ipynb")
+    assert [f.message for f in notebooks.lint(tmp_path / "zh_CN" / "page.ipynb")] == [
+        "English in the code: 'the scores'"]
+    assert notebooks.lint(tmp_path / "en" / "page.ipynb") == []
+
+
 def test_a_reference_shows_the_title_and_a_glued_value_its_number_as_the_book_does():
     titles = make_notebooks.reference_titles("en")
     text = make_notebooks.jupyter_markdown(
@@ -56,6 +69,9 @@ def test_the_student_notebooks_of_every_sheet_read_like_the_book(lang):
         nb = make_assignments.master_notebook(exercise, solution, lang=lang)
         found += [f"{exercise.stem}: {p}" for cell in student_cells(nb) if cell.cell_type == "markdown"
                   for p in notebooks.problems(cell.source, keys)]
+        if lang != "en":            # the stubs' comments and docstrings are Chinese too
+            found += [f"{exercise.stem}: {p}" for cell in student_cells(nb) if cell.cell_type == "code"
+                      for p in notebooks.english_words(cell.source)]
     assert found == []
 
 

@@ -1,9 +1,10 @@
 """Chinese notebooks and assignments for students (``make notebooks LANG=zh_CN``).
 
 The markdown of a page is translated through the page's catalog, piece by piece as Sphinx looks
-pieces up, before the MyST is converted to plain Jupyter Markdown; code cells stay those of the
-English notebook. The fast tests use a made-up catalog and the real chapter 1 and exercise
-sheet 1; the slow one runs ``make assignments LANG=zh_CN``.
+pieces up, before the MyST is converted to plain Jupyter Markdown; code cells are those of the
+English notebook with their comments and docstrings translated (``bookbuild.i18n.code_text``). The
+fast tests use a made-up catalog and the real chapter 1 and exercise sheet 1; the slow one runs
+``make assignments LANG=zh_CN``.
 """
 import json
 import os
@@ -19,8 +20,25 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 from bookbuild import assignments as make_assignments  # noqa: E402
 from bookbuild import notebooks as make_notebooks  # noqa: E402
 from bookbuild.i18n import markdown as tm  # noqa: E402
+from bookbuild.i18n.code_text import included_code, messages  # noqa: E402
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
+FENCED = re.compile(r"^```python\n(.*?)^```", re.M | re.S)
+
+
+def program(source: str) -> str:
+    """What Python runs of a cell: its tree with every docstring made one (comments are not in it)."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef)) and node.body \
+                and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant):
+            node.body[0].value.value = "docstring"
+    return ast.dump(tree)
 
 SNIPPET = """\
 (sec-made-up)=
@@ -159,7 +177,10 @@ def test_chinese_notebook_is_chinese_prose_around_the_english_code(page, glued):
     assert first.cell_type == "code" and "set_language" in first.source
     assert [c.cell_type for c in rest] == [c.cell_type for c in english.cells]
     code = [c for c in rest if c.cell_type == "code"]
-    assert [c.source for c in code] == [c.source for c in english.cells if c.cell_type == "code"]
+    english_code = [c.source for c in english.cells if c.cell_type == "code"]
+    assert [program(c.source) for c in code] == [program(c) for c in english_code]     # the same program
+    assert not [m for c in code for m in messages(c.source) if not CJK.search(m)]      # in Chinese words
+    assert any(messages(c) for c in english_code)
     captions = [tm.figure_caption(c.metadata) for c in code if tm.figure_caption(c.metadata)]
     assert all(CJK.search(caption) for caption in captions)     # figure captions translated too
     assert len(captions) == sum(bool(tm.figure_caption(c.metadata)) for c in english.cells)
@@ -196,8 +217,11 @@ def test_chinese_master_notebook_keeps_code_checks_and_tests():
     assert chinese.cells[0].source.replace('"lang": "zh_CN"', '"lang": "en"') == english.cells[0].source
     assert chinese.cells[1].cell_type == "code" and "set_language" in chinese.cells[1].source
     rest = chinese.cells[2:]
-    assert [(c.cell_type, c.source) for c in rest if c.cell_type != "markdown"] == [
-        (c.cell_type, c.source) for c in english.cells[1:] if c.cell_type != "markdown"]
+    assert [(c.cell_type, program(c.source)) for c in rest if c.cell_type != "markdown"] == [
+        (c.cell_type, program(c.source)) for c in english.cells[1:] if c.cell_type != "markdown"]
+    assert [c.source for c in rest if c.cell_type == "raw"] == [c.source for c in english.cells[1:]
+                                                                 if c.cell_type == "raw"]
+    assert not [m for c in rest if c.cell_type == "code" for m in messages(c.source) if not CJK.search(m)]
     markdown = [c.source for c in rest if c.cell_type == "markdown"]
     assert markdown and all(CJK.search(m) for m in markdown)
 
@@ -254,8 +278,9 @@ def test_make_assignments_lang_zh_writes_a_chinese_student_notebook():
 
 @pytest.mark.parametrize("folder", ["chapters", "exercises", "solutions"])
 def test_every_catalog_entry_is_a_piece_the_notebooks_look_up(folder):
-    """What Sphinx extracted from a page is what the notebook translation finds in its cells, so no
-    translated text is left English in a notebook."""
+    """What Sphinx and ``bookbuild.i18n.code_text`` extracted from a page is what the notebook
+    translation finds in its cells (and the code they include), so no translated text is left English
+    in a notebook."""
     import jupytext
 
     missed = {}
@@ -264,8 +289,11 @@ def test_every_catalog_entry_is_a_piece_the_notebooks_look_up(folder):
         for cell in jupytext.read(page, fmt="md:myst").cells:
             if cell.cell_type == "markdown":
                 found.update(tm.pieces(cell.source))
-            elif tm.figure_caption(cell.metadata):
+                found.update(m for fence in FENCED.findall(cell.source) for m in messages(fence))
+            else:
                 found.add(tm.figure_caption(cell.metadata))
+                found.update(messages(cell.source))
+        found.update(m for code in included_code(page, page.read_text()) for m in messages(code))
         entries = {e.msgid for e in polib.pofile(str(tm.catalog_path(page, "zh_CN"))) if not e.obsolete}
         if entries - found:
             missed[page.name] = sorted(entries - found)[:3]
