@@ -39,10 +39,10 @@ from .i18n.markdown import (
 )
 from .pages import ROOT
 
-CHAPTER_NAMES = {
-    "ch-qkv": "chapter 1", "ch-scaling": "chapter 2", "ch-masks": "chapter 3", "ch-worked": "chapter 4",
-    "ch-backprop": "chapter 5", "ch-multihead": "chapter 6", "ch-cost": "chapter 8",
-    "ch-structure": "chapter 10", "ch-pretrained": "chapter 11", "ch-kvcache": "chapter 12",
+# the chapters' labels in book order (chapters/NN_*.md)
+CHAPTER_LABELS = ["qkv", "scaling", "masks", "worked", "backprop", "multihead", "position", "cost", "flash",
+                  "structure", "pretrained", "kvcache"]
+CHAPTER_NAMES = {f"ch-{label}": f"chapter {i}" for i, label in enumerate(CHAPTER_LABELS, start=1)} | {
     "notation": "the notation page", "glossary": "the glossary",
 }
 _TITLES = {"prf:lemma": "Lemma", "prf:proposition": "Proposition", "prf:theorem": "Theorem",
@@ -55,10 +55,9 @@ WORDS = {
            "equation": "(the equation above)", "figure": "the figure", "exercise": "Exercise",
            "solution": "Solution", "heading": "### {kind}: {title}", "proof": "*Proof.*",
            "box": "**{title} ({arg}).**", "stop": ".", "worked solutions": r"Worked solutions:\s*\{ref\}`[^`]+`\.?",
-           "answer": "*Your answer:*"},
-    "zh_CN": {"chapters": {**{f"ch-{k}": f"第 {i} 章" for i, k in enumerate(
-                  ["qkv", "scaling", "masks", "worked", "backprop", "multihead", "cost", "structure",
-                   "pretrained", "kvcache"], start=1)}, "notation": "记号与约定", "glossary": "术语表"},
+           "answer": "*Your answer:*", "language comment": "attnlab's messages"},
+    "zh_CN": {"chapters": {**{f"ch-{k}": f"第 {i} 章" for i, k in enumerate(CHAPTER_LABELS, start=1)},
+                           "notation": "记号与约定", "glossary": "术语表"},
               "titles": {"prf:lemma": "引理", "prf:proposition": "命题", "prf:theorem": "定理",
                          "prf:definition": "定义", "prf:corollary": "推论", "prf:example": "例",
                          "prf:algorithm": "算法", "note": "注", "tip": "提示", "warning": "警告",
@@ -67,10 +66,10 @@ WORDS = {
               "solution": "解答", "heading": "### {kind}：{title}", "proof": "*证明：*",
               "box": "**{title}（{arg}）**", "stop": "",
               "worked solutions": r"(?:详细解答|完整解答|解答详见)[：:]?\s*\{ref\}`[^`]+`。?",
-              "answer": "*你的答案：*"},
+              "answer": "*你的答案：*", "language comment": "attnlab 的提示信息用中文"},
 }
 # attnlab.i18n.set_language (the package does not export it at the top level)
-SET_LANGUAGE = 'from attnlab.i18n import set_language\n\nset_language("{lang}")   # attnlab\'s messages'
+SET_LANGUAGE = 'from attnlab.i18n import set_language\n\nset_language("{lang}")   # {comment}'
 
 
 def words(lang: str) -> dict:
@@ -313,7 +312,7 @@ def _one_written_question_a_cell(cells):
 
 def language_cell(lang: str) -> nbformat.NotebookNode:
     """The first cell of a translated notebook: attnlab's messages in the notebook's language."""
-    return nbformat.v4.new_code_cell(SET_LANGUAGE.format(lang=lang))
+    return nbformat.v4.new_code_cell(SET_LANGUAGE.format(lang=lang, comment=words(lang)["language comment"]))
 
 
 def main(argv=None) -> list[pathlib.Path]:

@@ -76,7 +76,8 @@ def glossary_problems(msgid: str, msgstr: str, terms: dict[str, str],
     for english in sorted(terms, key=len, reverse=True):
         if english in exceptions:
             continue
-        pattern = rf"(?<![a-z0-9-]){re.escape(english)}(?:s|es)?(?![a-z0-9-])"
+        # a term inside an identifier (d_head, attention_mask) is code, not the term
+        pattern = rf"(?<![a-z0-9_-]){re.escape(english)}(?:s|es)?(?![a-z0-9_-])"
         forms = (terms[english], *alternatives.get(english, ()))
         if re.search(pattern, prose):
             if not any(form.lower() in msgstr.lower() for form in forms):

@@ -22,6 +22,7 @@ import inspect
 import io
 import pathlib
 import re
+import textwrap
 import tokenize
 from collections.abc import Callable, Iterator
 
@@ -128,13 +129,21 @@ def included_code(page: pathlib.Path, text: str) -> Iterator[str]:
             continue
         source = path.read_text()
         opts = dict(re.findall(r":([\w-]+):[ \t]*(.*)", match["opts"]))
-        name = opts.get("pyobject", "").split(".")[-1]
-        if name:
-            for node in ast.walk(ast.parse(source)):
-                if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name == name:
-                    source = ast.get_source_segment(source, node, padded=True)
-                    break
+        if opts.get("pyobject"):
+            source = object_source(source, opts["pyobject"])
         yield source
+
+
+def object_source(source: str, dotted: str) -> str:
+    """The source of ``Class.method`` (or a function) in a module's source, dedented as
+    ``literalinclude``'s ``:dedent:`` shows it; the whole source if there is no such object."""
+    node: ast.AST = ast.parse(source)
+    for name in dotted.split("."):
+        node = next((n for n in ast.iter_child_nodes(node)
+                     if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name == name), None)
+        if node is None:
+            return source
+    return textwrap.dedent(ast.get_source_segment(source, node, padded=True))
 
 
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,})(?:python|\{code(?:-block)?\}[ \t]+python)[ \t]*\n"

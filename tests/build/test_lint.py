@@ -1,5 +1,4 @@
 """The tree is ruff-clean: the package, tests and tools, and the code cells of every page."""
-import ast
 import re
 import shutil
 import subprocess
@@ -57,12 +56,10 @@ LITERALINCLUDE = re.compile(r"```\{literalinclude\} (?P<path>\S+)\n(?P<options>(
 
 
 def _object_source(path: Path, dotted: str) -> str:
-    tree = ast.parse(path.read_text())
-    node = tree
-    for name in dotted.split("."):
-        node = next(n for n in ast.iter_child_nodes(node)
-                    if isinstance(n, ast.FunctionDef | ast.ClassDef | ast.AsyncFunctionDef) and n.name == name)
-    return ast.get_source_segment(path.read_text(), node, padded=True)
+    """The object as the page shows it: literalinclude's ``:dedent:`` takes a method's indentation off."""
+    from bookbuild.i18n.code_text import object_source
+
+    return object_source(path.read_text(), dotted)
 
 
 BOX_MARKERS = re.compile(r"\{(?:exercise|solution)-(?P<edge>start|end)\}")
