@@ -143,7 +143,9 @@ def object_source(source: str, dotted: str) -> str:
                      if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name == name), None)
         if node is None:
             return source
-    return textwrap.dedent(ast.get_source_segment(source, node, padded=True))
+    lines = source.splitlines(keepends=True)     # whole lines, as literalinclude shows them: a comment
+    first = min([d.lineno for d in getattr(node, "decorator_list", [])] + [node.lineno])   # after the last
+    return textwrap.dedent("".join(lines[first - 1:node.end_lineno]))                        # statement too
 
 
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,})(?:python|\{code(?:-block)?\}[ \t]+python)[ \t]*\n"

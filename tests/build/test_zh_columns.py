@@ -4,9 +4,8 @@ pads it again by display width, a CJK character taking two columns.
 
 ``f"{'chance:':<17} loss …"`` and ``print(f"{label:<30}", row)`` go through ``attnlab._shown``; spaces
 typed into an English string were copied into the Chinese one (「随机猜测：       损失 2.7726」 under
-「右移的目标：  损失」). The pages converted so far are checked for typed padding; every width-padded
-label of every page is checked against the Chinese catalog: its translation fits the width, and pads
-to exactly it."""
+「右移的目标：  损失」). Every page is checked for typed padding, and every width-padded label of every
+page against the Chinese catalog: its translation fits the width, and pads to exactly it."""
 from __future__ import annotations
 
 import re
@@ -20,8 +19,6 @@ from bookbuild.i18n.page_strings import is_language
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = sorted([*ROOT.glob("chapters/*.md"), *ROOT.glob("exercises/*.md"), *ROOT.glob("solutions/*.md")])
-CONVERTED = ["chapters/01_qkv.md", "chapters/03_masks.md", "solutions/sol03_masks.md", "chapters/04_worked_examples.md",
-             "chapters/08_cost.md"]
 # a label printed with spaces typed after it: print("label:     ", x), f"label:   {x}"
 TYPED_PADDING = re.compile(r"print\(f?\"[^\"]*?(?:[A-Za-z)\]'][:,] {2,}|[A-Za-z:] {3,})")
 # print(f"{'float64, no mask:':<23}", row): the label alone, so its colon is no format spec
@@ -57,9 +54,9 @@ def test_the_rule_finds_typed_padding_and_spares_format_widths():
     assert not TYPED_PADDING.search('print(f"{word:>5}:  x = {x}   v = {v}")')     # columns of fixed width
 
 
-@pytest.mark.parametrize("page", CONVERTED)
-def test_a_converted_page_types_no_padding_into_a_printed_label(page):
-    lines = [line for line in (ROOT / page).read_text(encoding="utf-8").splitlines()
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_page_types_padding_into_a_printed_label(page):
+    lines = [line for line in page.read_text(encoding="utf-8").splitlines()
              if TYPED_PADDING.search(line) or COLON_IN_FIELD.search(line)]
     assert not lines, lines
 
