@@ -62,7 +62,7 @@ from attnlab.grading.autograder import RUN_OTTER
 from .i18n.code_text import translate as translate_code
 from .i18n.code_text import translate_fenced
 from .i18n.markdown import LANGUAGES, page_catalog, translate_markdown
-from .notebooks import jupyter_markdown, language_cell, words
+from .notebooks import exercise_labels, jupyter_markdown, language_cell, words
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -231,6 +231,7 @@ def master_notebook(exercise_page: pathlib.Path, solution_page: pathlib.Path, ch
     ``name``: the assignment's name (default: the exercise page's, e.g. "ex03_masks").
     """
     name, w = name or exercise_page.stem, words(lang)
+    labels = exercise_labels(exercise_page.parent, lang)       # "Exercise 3.2", as the page numbers it
     intro, exercises = parse(exercise_page, lang)
     _, solutions = parse(solution_page, lang)
     points = dict(points or {})
@@ -241,17 +242,18 @@ def master_notebook(exercise_page: pathlib.Path, solution_page: pathlib.Path, ch
     cells, questions, written = [], [], []
     for kind, text in intro:
         if kind == "md":
-            cells.append(nbformat.v4.new_markdown_cell(jupyter_markdown(text, lang=lang).rstrip()))
+            cells.append(nbformat.v4.new_markdown_cell(jupyter_markdown(text, lang=lang, labels=labels).rstrip()))
         else:
             cells.append(nbformat.v4.new_code_cell(text))
     for label, block in exercises.items():
         if chosen and label not in chosen:
             continue
         title = block["arg"] or label
-        statement, prompts, checks = [w["heading"].format(kind=w["exercise"], title=title)], [], []
+        heading = w["heading"].format(kind=labels.get(label, w["exercise"]), title=title)
+        statement, prompts, checks = [heading], [], []
         for kind, text in block["parts"]:
             if kind == "md":
-                statement.append(jupyter_markdown(text, lang=lang).rstrip())
+                statement.append(jupyter_markdown(text, lang=lang, labels=labels).rstrip())
             else:
                 code, found = split_checks(text)
                 if code:
@@ -262,7 +264,7 @@ def master_notebook(exercise_page: pathlib.Path, solution_page: pathlib.Path, ch
         if solution is None:
             raise SystemExit(f"{solution_page}: no solution block for exercise {label!r}")
         if not checks:
-            cells += written_question(label, statement_md, prompts, solution, points.get(label, 1), lang)
+            cells += written_question(label, statement_md, prompts, solution, points.get(label, 1), lang, labels)
             written.append({"name": label, "points": points.get(label, 1)})
             continue
         code = [solution_code(text) for kind, text in solution["parts"] if kind == "code"]
@@ -292,10 +294,11 @@ def master_notebook(exercise_page: pathlib.Path, solution_page: pathlib.Path, ch
 
 
 def written_question(label: str, statement_md: str, prompts: list[str], solution: dict, worth: float,
-                     lang: str = "en") -> list:
+                     lang: str = "en", labels: dict | None = None) -> list:
     """A manual otter question: the answer cell is exported for grading by hand (``otter export``)."""
     said = ASSIGNMENT_WORDS[lang]
-    answer = "\n\n".join(jupyter_markdown(text, lang=lang).rstrip() for kind, text in solution["parts"] if kind == "md")
+    answer = "\n\n".join(jupyter_markdown(text, lang=lang, labels=labels).rstrip()
+                         for kind, text in solution["parts"] if kind == "md")
     cells = [_raw(f"# BEGIN QUESTION\nname: {label}\nmanual: true\npoints: {worth}"),
              nbformat.v4.new_markdown_cell(statement_md + "\n\n" + said["written"])]
     cells += [nbformat.v4.new_code_cell(p) for p in prompts]

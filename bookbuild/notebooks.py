@@ -38,6 +38,7 @@ from .i18n.markdown import (
     translate_markdown,
 )
 from .pages import ROOT
+from .reading_time import reading_time_text
 
 # the chapters' labels in book order (chapters/NN_*.md)
 CHAPTER_LABELS = ["qkv", "scaling", "masks", "worked", "backprop", "multihead", "position", "cost", "flash",
@@ -269,6 +270,7 @@ def to_notebook(path: pathlib.Path, keep_solution_links: bool = False, lang: str
     catalog = page_catalog(path, lang) if lang != "en" else {}
     glued = glued_values(path, lang) if glued is None else glued
     nb = jupytext.read(path, fmt="md:myst")
+    page_text = path.read_text(encoding="utf-8")
     sheet = re.match(r"ex(\d\d)_", path.name)
     numbering = [int(sheet.group(1)), 0] if sheet else None
     labels = exercise_labels(path.parent, lang) if sheet else {}
@@ -277,6 +279,7 @@ def to_notebook(path: pathlib.Path, keep_solution_links: bool = False, lang: str
         written = cell.cell_type == "markdown" and sheet and re.search(r"^:::\{exercise\}", cell.source, re.M)
         if cell.cell_type == "markdown":
             source = translate_markdown(cell.source, catalog)
+            source = source.replace("{reading-time}`core`", reading_time_text(page_text, lang))
             cell.source = jupyter_markdown(source, keep_solution_links, path.parent, lang, glued, numbering,
                                            labels).rstrip("\n")
             cell.source = translate_fenced(cell.source, catalog.get)   # a literalinclude is a fence now
@@ -297,13 +300,14 @@ def to_notebook(path: pathlib.Path, keep_solution_links: bool = False, lang: str
 
 
 def _one_written_question_a_cell(cells):
-    """Markdown cells split before each written question (a plain ``{exercise}`` block), so that each
-    gets its own answer cell after it."""
+    """Markdown cells split before each exercise (a written question's ``{exercise}`` block, a coding
+    task's ``{exercise-start}``), so that a written question gets its own answer cell after it and the
+    exercises are numbered in page order (a cell's ``{exercise-start}`` is converted before its blocks)."""
     for cell in cells:
         if cell.cell_type != "markdown":
             yield cell
             continue
-        starts = [m.start() for m in re.finditer(r"^:::\{exercise\}", cell.source, re.M)]
+        starts = [m.start() for m in re.finditer(r"^:::\{exercise(?:-start)?\}", cell.source, re.M)]
         bounds = sorted({0, *starts, len(cell.source)})
         for a, b in zip(bounds, bounds[1:]):
             if cell.source[a:b].strip():

@@ -800,3 +800,22 @@ def test_explorers_render_from_file(site):
         assert errors == [], f"{rel} from file://: console errors: {errors}"
     finally:
         context.close()
+
+
+@pytest.mark.parametrize("rel", [r for r in ("chapters/03_masks.html", ZH + "chapters/03_masks.html")
+                                 if r in BOTH_EDITIONS] or ["(no build)"])
+def test_a_long_going_deeper_section_folds_behind_a_button_that_says_its_minutes(site, rel):
+    """The button counts minutes in both editions (a count of words means nothing in Chinese), and
+    opens and folds its section."""
+    base, browser = site
+    with open_page(browser, base, rel) as (page, _):
+        buttons = page.locator("button.going-deeper-toggle")
+        assert buttons.count() >= 1, f"{rel}: no folded 'Going deeper' section"
+        first = buttons.first
+        label = first.inner_text()
+        pattern = r"^展开本节（约 \d+ 分钟）$" if rel.startswith(ZH) else r"^Show this section \(about \d+ min\)$"
+        assert re.match(pattern, label), label
+        assert first.get_attribute("aria-expanded") == "false"
+        first.click()
+        assert first.get_attribute("aria-expanded") == "true"
+        assert first.inner_text() == ("收起本节" if rel.startswith(ZH) else "Fold this section")

@@ -1,7 +1,20 @@
 """_ext/core_path.py: the reading time of a page's core path, and which sections are optional depth."""
+from pathlib import Path
+
 import core_path  # the Sphinx extensions are on pytest's pythonpath
 from docutils import nodes
 from docutils.core import publish_doctree
+
+from bookbuild.reading_time import WORDS_PER_MINUTE
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class AnyGlue(dict):
+    """Stands in for an execution cache: every glued key has the value 0.5."""
+
+    def get(self, key, default=None):
+        return {"text/plain": "0.5"}
 
 PAGE = """---
 jupytext:
@@ -71,6 +84,17 @@ def test_a_section_labelled_deeper_gets_the_class_and_others_do_not():
 
 
 def test_the_role_says_minute_in_the_singular_and_in_chinese():
-    assert core_path._MINUTES["en"][False] == "about 1 minute"
-    assert core_path._MINUTES["en"][True].format(n=30) == "about 30 minutes"
-    assert core_path._MINUTES["zh_CN"][True].format(n=30) == "约 30 分钟"
+    one_line = "A short page.\n"                       # 3 words: rounds up to one minute
+    long = "word " * (WORDS_PER_MINUTE * 29 + 1) + "\n"  # just over 29 minutes: 30
+    assert core_path.reading_time_text(one_line) == "about 1 minute"
+    assert core_path.reading_time_text(long) == "about 30 minutes"
+    assert core_path.reading_time_text(long, "zh_CN") == "约 30 分钟"
+
+
+def test_a_notebook_shows_the_minutes_where_the_book_shows_its_role():
+    from bookbuild.notebooks import to_notebook
+    from bookbuild.reading_time import reading_time_text
+
+    page = ROOT / "chapters" / "01_qkv.md"
+    text = "\n".join(c.source for c in to_notebook(page, lang="zh_CN", glued=AnyGlue()).cells)
+    assert reading_time_text(page.read_text(), "zh_CN") in text and "`core`" not in text and "：core" not in text

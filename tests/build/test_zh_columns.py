@@ -29,6 +29,16 @@ LOOP = re.compile(r"for label, [\w, ()]+ in \[(.*?)\]:\n\s+print\(f\"\{label:<(\
 COLON_IN_FIELD = re.compile(r"\{'[^'{}]*:[^'{}]*':<\d+\}(?!\")")
 
 
+def padded_inside_a_template(path: Path, label: str) -> bool:
+    """Whether ``label`` is padded only inside a longer template (a loop's ``f"{label:<17} loss …"``),
+    whose field width the translation keeps, rather than printed as an argument of its own."""
+    text = path.read_text(encoding="utf-8")
+    if f"{{'{label}':<" in text:
+        return False
+    loops = re.finditer(r"for label, [\w, ()]+ in \[(.*?)\]:\n\s+print\(f\"\{label:<\d+\}(.)", text, re.S)
+    return all(next_char != '"' for pairs, next_char in (m.groups() for m in loops) if f'("{label}"' in pairs)
+
+
 def padded_labels(path: Path) -> list[tuple[str, int]]:
     """(English label, width) of each label the page pads with a format width."""
     text = path.read_text(encoding="utf-8")
@@ -71,6 +81,9 @@ def test_each_width_padded_label_pads_to_its_width_in_chinese(page, chinese):
             continue
         if translation is None:
             problems.append(f"{label!r} is not translated in pages.po")
+        elif len(label) >= width and not padded_inside_a_template(page, label):
+            problems.append(f"{label!r} fills its width {width}: printed alone it carries no padding to keep, "
+                            "so its Chinese would not be padded (widen the field by one)")
         elif display_width(translation) > width:
             problems.append(f"{translation!r} is wider than {width} columns")
         elif len(label) < width and display_width(index.translate(f"{label:<{width}}")) != width:
