@@ -51,8 +51,8 @@ chapter                    call
 
 Every array comes in two forms: ``exact=True`` gives SymPy matrices (rationals, closed forms
 of the weights), the default gives float64 NumPy arrays. The module-level arrays (``X``,
-``W_Q``, ...) are read-only: copy them before editing. ``words()`` gives the tokens in the
-current language, for labels (the code and the data keep the English ``tokens``).
+``W_Q``, ...) are read-only: copy them before editing. ``words()`` gives the tokens for labels:
+the English ``tokens`` in every language, as both editions' prose names them (*Mia*, *she*).
 """
 from __future__ import annotations
 
@@ -78,7 +78,6 @@ __all__ = [
 half = sp.Rational(1, 2)
 
 tokens = ("Mia", "said", "she", "won")
-_WORDS = (N_("Mia"), N_("said"), N_("she"), N_("won"))   # translated where shown (words())
 FEATURES = ("a", "b", "pronoun", "name")
 PAD = "<pad>"
 T, d_model, n_heads, d_k, d_v = 4, 4, 2, 2, 2
@@ -126,8 +125,9 @@ W_Q, W_K, W_V, W_O = (_frozen(M) for M in (W_Q_exact, W_K_exact, W_V_exact, W_O_
 
 
 def words() -> tuple[str, ...]:
-    """The four tokens in the current language (for figure labels; ``tokens`` stays English)."""
-    return tuple(_(w) for w in _WORDS)
+    """The four tokens as figures label them: the English tokens in every language, the data the
+    example is made of (the Chinese edition's prose names them in italics too, *Mia*, *she*)."""
+    return tokens
 
 
 def _head(head) -> int:

@@ -32,7 +32,7 @@ def _as_int(run, got, case, what) -> int:
     if isinstance(got, (bool, np.bool_)) or not isinstance(got, (numbers.Integral, np.integer)):
         run.fail(_("For {case}, {what} is {value} ({value2!r}); return a Python int (use `//` and "
                    "`%`, not `/`).").format(
-                       case=_(case), what=what, value=kind_of(got), value2=str(got)[:40]), NOT_AN_INT.name)
+                       case=_(case), what=_(what), value=kind_of(got), value2=str(got)[:40]), NOT_AN_INT.name)
     return int(got)
 
 
@@ -91,7 +91,7 @@ def check_ring_slot(run, fn):
         for p in range(n_sinks + 3 * window + 2):
             case = _("window = {window}, n_sinks = {n_sinks}, position p = {p}").format(
                 window=window, n_sinks=n_sinks, p=p)
-            slots.append(_as_int(run, run.call(fn, case, p, window, n_sinks), case, "the slot"))
+            slots.append(_as_int(run, run.call(fn, case, p, window, n_sinks), case, N_("the slot")))
         streams.append(slots)
     problem = next((found for found in (_first_problem(slots, *setting) for slots, setting in
                                         zip(streams, settings)) if found), None)
@@ -513,7 +513,7 @@ def check_bytes_per_token(run, fn):
     def trial(item):
         name, cfg, nbytes = item
         case = _("{name} ({cfg}), {nbytes} bytes per number").format(name=_(name), cfg=cfg, nbytes=nbytes)
-        value = _as_int(run, run.call(fn, case, dict(cfg), nbytes), case, "your count")
+        value = _as_int(run, run.call(fn, case, dict(cfg), nbytes), case, N_("your count"))
         trials.append(Trial(case, value, _bytes_per_token(cfg, nbytes), (cfg, nbytes)))
         return trials[-1]
 

@@ -455,7 +455,7 @@ def test_check_answer_speaks_chinese_with_the_question_described_in_chinese():
     for zh, en in zip(chinese, english):
         _assert_chinese(zh, en)
     assert "尚未作答" in str(chinese[0]) and "n = 2048" in chinese[0].message and "fp16" in chinese[0].message
-    assert "通过" in str(chinese[1]) and "= 1024" in chinese[1].message
+    assert "通过" in str(chinese[1]) and "答案为 1024" in chinese[1].message
     assert "'8 MB'" in chinese[3].message
     i18n.set_language("en")
     assert [str(checks.check_answer(*call)) for call in calls] == [str(r) for r in english]
