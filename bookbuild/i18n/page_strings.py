@@ -66,9 +66,10 @@ NOT_LANGUAGE = {
     "flash", "cudnn", "math", "memory-efficient", "softmax(scores) @ values =", "EmptyVisibilityError: {err}",
     "view             (B, T, H, d_k)", "reshape          (B, T, H*d_v)", "tr(CqCk)",
 }
-# Strings a page shows that come from the machine rather than from its code (a table of the processor's
-# caches names their types as Linux does): in the catalog all the same.
-DATA_STRINGS = {"Data", "Instruction", "Unified"}
+# Strings a page shows that come from data rather than from a literal the scanner follows (a table of the
+# processor's caches names their types as Linux does; ch08's FLOP table has a column per key of the dict
+# its counter returns): in the catalog all the same.
+DATA_STRINGS = {"Data", "Instruction", "Unified", "interaction"}
 _NOT_WORDS = re.compile(r"\$[^$]*\$|\{[^{}]*\}|`[^`]*`|\w+(?:[._]\w+)+|\b\w+\(")   # math, fields, code, names
 _WORD = re.compile(r"[A-Za-z]+")
 
