@@ -40,6 +40,7 @@ HARD_CODED = {                                          # sphinx-book-theme's co
     'title="Toggle primary sidebar"': 'title="切换主侧边栏"',
     'title="Toggle secondary sidebar"': 'title="切换次侧边栏"',
     'aria-label="Main"': 'aria-label="主导航"',
+    '<nav aria-label="Page">': '<nav aria-label="本页">',   # sphinx-book-theme's layout.html
     "作者： ": "作者：",                                 # its catalog's "By", then a space in the template
 }
 

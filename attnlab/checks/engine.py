@@ -298,7 +298,7 @@ class Check:
         except Exception as err:  # the student's code failed: report it, never a traceback
             message = _("On {case}, your function raised {error}: {text}").format(
                 case=_(case), error=type(err).__name__, text=one_line(err))
-            extra = hint(err) if hint else None
+            extra = (hint(err) if hint else None) or _name_error_hint(err)
             self.fail(message + (_("\nHint: {hint}").format(hint=extra) if extra else ""))
         except BaseException:     # KeyboardInterrupt and the like belong to the person, not the check
             raise
@@ -573,6 +573,14 @@ def models(mistakes: list):
             return fn
         return add
     return model
+
+
+def _name_error_hint(err: BaseException) -> str | None:
+    """Every checker's hint for a NameError: a student's most common one is a typo."""
+    if isinstance(err, NameError):
+        return _("a name your function uses is not defined where it runs: a misspelt variable, or one "
+                 "defined only in another cell or notebook.")
+    return None
 
 
 def error_hint(err: BaseException) -> str | None:

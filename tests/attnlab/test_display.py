@@ -50,8 +50,8 @@ def test_show_displays_pairs_and_refuses_an_odd_count(monkeypatch):
 
 
 @pytest.mark.parametrize("shape, values, english, chinese", [
-    ("block", np.full((2, 3), np.nan), "a block of NaN", "一块 NaN"),
-    ("block", np.zeros((2, 3)), "a block of zeros", "一块全零"),
+    ("block", np.full((2, 3), np.nan), "a block of NaN", "全为 NaN 的块"),
+    ("block", np.zeros((2, 3)), "a block of zeros", "全零的块"),
     ("block", np.eye(2), "finite numbers", "有限的数"),
     ("block", np.array([1.0, np.nan]), "numbers, some of them not finite", "部分不是有限值的数"),
     ("row", [0.0, 0.0], "a row of zeros", "一行全零"),

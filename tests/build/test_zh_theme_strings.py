@@ -12,6 +12,7 @@ from tests.build.test_browser import ZH_HTML
 pytestmark = pytest.mark.browser
 FORBIDDEN = ("Search...", "Search the docs", "Color mode", "Toggle primary sidebar", "Toggle secondary sidebar",
              "System Settings", "Link to this heading", "Link to this equation", 'aria-label="Main"',
+             'aria-label="Page"',
              "© Copyright", "列印", "Print to PDF", "作者： ")
 EXPECTED = ('placeholder="搜索……"', "打印为 PDF")
 

@@ -253,3 +253,21 @@ def test_a_checker_called_with_arguments_it_does_not_take_says_so():
     assert_diagnosis(result, "bad_arguments", "arguments it does not take")
     assert C.check_attention(lambda q, k, v: np_softmax(q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])) @ v,
                              masks_too=False).passed
+
+
+def test_a_name_error_gets_the_typo_hint_from_every_checker_in_both_languages():
+    """A misspelt name is the commonest NameError; the verdict says so, whichever checker runs it."""
+    import attnlab as al
+
+    def misspelt(*args, **kwargs):
+        return batchh  # noqa: F821  (the typo under test)
+
+    for lang, word in (("en", "misspelt"), ("zh_CN", "拼写")):
+        al.set_language(lang)
+        try:
+            for checker in (C.check_softmax, C.check_kv_cache_bytes):
+                result = checker(misspelt)
+                assert not result.passed and "NameError" in result.message and word in result.message, (
+                    checker.__name__, result.message)
+        finally:
+            al.set_language("en")
