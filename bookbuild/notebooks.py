@@ -56,7 +56,7 @@ WORDS = {
            "equation": "(the equation above)", "figure": "the figure", "exercise": "Exercise",
            "solution": "Solution", "heading": "### {kind}: {title}", "proof": "*Proof.*",
            "box": "**{title} ({arg}).**", "stop": ".", "worked solutions": r"Worked solutions:\s*\{ref\}`[^`]+`\.?",
-           "answer": "*Your answer:*", "language comment": "attnlab's messages"},
+           "answer": "*Your answer:*", "language comment": "attnlab's messages", "work": "{}"},
     "zh_CN": {"chapters": {**{f"ch-{k}": f"第 {i} 章" for i, k in enumerate(CHAPTER_LABELS, start=1)},
                            "notation": "记号与约定", "glossary": "术语表"},
               "titles": {"prf:lemma": "引理", "prf:proposition": "命题", "prf:theorem": "定理",
@@ -67,7 +67,8 @@ WORDS = {
               "solution": "解答", "heading": "### {kind}：{title}", "proof": "*证明：*",
               "box": "**{title}（{arg}）**", "stop": "",
               "worked solutions": r"(?:详细解答|完整解答|解答详见)[：:]?\s*\{ref\}`[^`]+`。?",
-              "answer": "*你的答案：*", "language comment": "attnlab 的提示信息用中文"},
+              "answer": "*你的答案：*", "language comment": "attnlab 的提示信息用中文",
+              "work": "《{}》"},          # a page cited as a work, as _ext/zh_spacing.py quotes it in the book
 }
 # attnlab.i18n.set_language (the package does not export it at the top level)
 SET_LANGUAGE = 'from attnlab.i18n import set_language\n\nset_language("{lang}")   # {comment}'
@@ -77,6 +78,9 @@ def words(lang: str) -> dict:
     if lang not in WORDS:
         raise ValueError(f"no notebooks in language {lang!r}; choose one of {', '.join(WORDS)}")
     return WORDS[lang]
+
+
+PAGE_LABEL = re.compile(r"^(?:ch|ex|sol)-[a-z]+$")     # a chapter's or sheet's own label: cited as a work
 
 
 def _role(match: re.Match, w: dict, titles: dict | None = None, glued: dict | None = None) -> str:
@@ -90,7 +94,7 @@ def _role(match: re.Match, w: dict, titles: dict | None = None, glued: dict | No
         if label in w.get("labels", {}):                      # "Exercise 1.6"
             return w["labels"][label]
         if titles and label in titles:
-            return titles[label]
+            return w["work"].format(titles[label]) if PAGE_LABEL.match(label) else titles[label]
         if label in names:
             return names[label]
         if label.startswith("ex-") and "ch-" + label[3:] in names:
@@ -193,6 +197,9 @@ def jupyter_markdown(text: str, keep_solution_links: bool = False, base: pathlib
             break
     text = re.sub(r"\{([\w:-]+)\}`([^`]+)`",
                   functools.partial(_role, w=w, titles=reference_titles(lang), glued=glued), text)
+    if lang != "en":                 # no space beside 《》 (the book's zh_spacing drops them too)
+        text = re.sub(r"(?<=[\u4e00-\u9fff\u3000-\u303f\uff00-\uffef]) +《", "《", text)
+        text = re.sub(r"》 +(?=[\u4e00-\u9fff\u3000-\u303f\uff00-\uffef])", "》", text)
     return text.strip() + "\n"
 
 

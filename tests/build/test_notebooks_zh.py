@@ -131,7 +131,7 @@ def test_chinese_text_is_converted_with_chinese_words(catalog):
     text = make_notebooks.jupyter_markdown(tm.translate_markdown(SNIPPET, catalog), lang="zh_CN",
                                            glued={"n_heads": {"text/plain": "4"}})
     title = make_notebooks.reference_titles("zh_CN")["ch-qkv"]
-    assert f"数字 4 与公式 $a + b$ 见 {title}。" in text and CJK.search(title)
+    assert f"数字 4 与公式 $a + b$ 见《{title}》。" in text and CJK.search(title)   # a page cited as a work
     assert "<details><summary>提示</summary>" in text and "在下拉框里。" in text
     assert "{ref}" not in text and "(sec-made-up)=" not in text
 
@@ -298,3 +298,13 @@ def test_every_catalog_entry_is_a_piece_the_notebooks_look_up(folder):
         if entries - found:
             missed[page.name] = sorted(entries - found)[:3]
     assert not missed
+
+
+def test_a_chinese_notebook_cites_a_sheet_as_a_work_without_spaces(glued):
+    """As the book does (_ext/zh_spacing.py): 「扩展你在《第 1 章习题：查询、键和值》中写的」, not bare and spaced."""
+    text = "\n".join(c.source for c in make_notebooks.to_notebook(ROOT / "exercises" / "ex03_masks.md", lang="zh_CN",
+                                                                   glued=glued).cells if c.cell_type == "markdown")
+    assert "在《第 1 章习题：查询、键和值》中" in text
+    english = "\n".join(c.source for c in make_notebooks.to_notebook(ROOT / "exercises" / "ex03_masks.md",
+                                                                      glued=glued).cells)
+    assert "《" not in english
