@@ -1,7 +1,10 @@
 """Sort the messages of the wrong-attempt suite into good, vague, misleading (and missed), per sheet.
 
-    .venv/bin/python tests/attnlab/checks/report_attempts.py            with this checkout's checkers
-    PYTHONPATH=/path/to/other/checkout .venv/bin/python tests/attnlab/checks/report_attempts.py
+    .venv/bin/python -m tests.attnlab.checks.report_attempts       (from the root: this checkout's checkers)
+
+with another checkout's checkers, from outside both (the current folder would come first on the path):
+
+    cd /tmp && PYTHONPATH=/path/to/other:$OLDPWD $OLDPWD/.venv/bin/python -m tests.attnlab.checks.report_attempts
 
 runs every ``test_attempts_exNN.py`` with the assertions turned off, so that the same attempts can be
 measured against another version of the checkers (the second form), and prints one line per sheet.
@@ -11,12 +14,9 @@ import importlib
 import pathlib
 import sys
 
-HERE = pathlib.Path(__file__).resolve().parent
-ROOT = HERE.parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.append(str(ROOT))      # after any other checkout on PYTHONPATH: its attnlab wins
+from tests.attnlab.checks import attempts
 
-from tests.attnlab.checks import attempts  # noqa: E402
+HERE = pathlib.Path(__file__).resolve().parent
 
 
 def run_all():
