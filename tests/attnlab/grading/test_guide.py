@@ -5,6 +5,7 @@ one that does not); these tests then check that each step produced what the guid
 """
 import csv
 import json
+import re
 import zipfile
 
 import pytest
@@ -34,7 +35,7 @@ def test_make_grade_as_the_guide_says_gives_blank_zero_and_model_answer_full_mar
     printed = "\n".join(o.stdout for o in guide.outputs)
     assert "student,total,possible" in printed and "not attempted yet" in printed   # the cat commands
     written = (folder / "written" / "model-answer.md").read_text()
-    assert "Exercise:" in written
+    assert re.search(r"^### Exercise 1\.\d+: ", written, re.M)     # numbered as on the page
 
 
 def test_exercises_and_points_choose_questions_and_weights_in_a_folder_of_their_own(guide):
