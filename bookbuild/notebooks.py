@@ -28,8 +28,8 @@ import nbformat
 
 from .editions import Edition
 from .execute import read_notebook
+from .i18n.code_text import object_source, translate_fenced
 from .i18n.code_text import translate as translate_code
-from .i18n.code_text import translate_fenced
 from .i18n.markdown import (
     LANGUAGES,
     catalog_path,
@@ -129,17 +129,6 @@ _DIRECTIVE = re.compile(
     r"(?P<opts>(?:[ \t]*:[\w-]+:.*\n)*)(?P<body>(?:.|\n)*?)^(?P=indent)(?P=fence)[ \t]*$", re.M)
 
 
-def _source_of(path: pathlib.Path, pyobject: str | None) -> str:
-    text = path.read_text()
-    if not pyobject:
-        return text
-    import ast
-    for node in ast.walk(ast.parse(text)):
-        if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name == pyobject.split(".")[-1]:
-            return ast.get_source_segment(text, node)
-    return text
-
-
 def _kind(name: str, w: dict, numbering: list | None) -> str:
     """"Exercise 3.2" for the next exercise of sheet 3 (the book's numbering, _ext/sheet_numbers.py)."""
     if name != "exercise" or not numbering:
@@ -162,7 +151,8 @@ def _directive(match: re.Match, base: pathlib.Path | None, w: dict, numbering: l
         return f"{indent}{w['proof']} {body.strip()} $\\square$"
     if name == "literalinclude":
         path = (base / arg) if base is not None else None
-        code = _source_of(path, opts.get("pyobject")) if path is not None and path.exists() else f"# {arg}"
+        code = (object_source(path.read_text(), opts["pyobject"]) if opts.get("pyobject") else path.read_text()) \
+            if path is not None and path.exists() else f"# {arg}"
         return f"{indent}```python\n{code}\n{indent}```"
     if name in ("code-block", "code"):
         return f"{indent}```{arg}\n{body}\n{indent}```"

@@ -2,7 +2,6 @@
 docstrings go through the page's catalog (``bookbuild.i18n.code_text``); the code itself does not change."""
 from __future__ import annotations
 
-import ast
 import io
 import re
 import tokenize
@@ -15,6 +14,8 @@ from hypothesis import strategies as st
 
 from bookbuild.i18n.code_text import is_message, messages, page_code, page_messages, translate, translate_fenced
 from bookbuild.i18n.markdown import catalog_path
+
+from .notebook_support import program
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = sorted([*ROOT.glob("chapters/*.md"), *ROOT.glob("exercises/*.md"), *ROOT.glob("solutions/*.md"),
@@ -38,14 +39,6 @@ CHINESE = {"the scores, scaled": "缩放后的分数",
            "Return the softmax of x.\n\nEach row sums to one.": "返回 x 的 softmax。\n\n每行之和为 1。"}
 
 
-def program(source: str) -> str:
-    """What Python runs: the tree without docstrings (comments are not in it)."""
-    tree = ast.parse(source)
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef)) and node.body \
-                and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant):
-            node.body[0].value.value = "docstring"
-    return ast.dump(tree)
 
 
 def test_comments_and_docstrings_are_messages_and_shapes_markers_and_numbers_are_not():

@@ -14,6 +14,8 @@ ROOT = Path(__file__).resolve().parents[2]
 from bookbuild import assignments as make_assignments  # noqa: E402
 from bookbuild import notebooks as make_notebooks  # noqa: E402
 
+from .notebook_support import AnyGlue  # noqa: E402
+
 
 def test_roles_glue_keys_and_doubled_words_are_found_outside_code_and_math():
     text = ("See Chapter chapter 2 and {ref}`ch-qkv`; the value `c7_ratio` is glued.\n\n"
@@ -87,11 +89,6 @@ def test_every_notebook_make_notebooks_writes_reads_like_the_book():
     assert [str(f) for p in written for f in notebooks.lint(p, keys)] == []
 
 
-class AnyGlue(dict):
-    """Stands in for an execution cache: every glued key has the value 0.5."""
-
-    def get(self, key, default=None):
-        return {"text/plain": "0.5"}
 
 
 @pytest.mark.parametrize("lang", ["en", "zh_CN"])

@@ -22,23 +22,12 @@ from bookbuild import notebooks as make_notebooks  # noqa: E402
 from bookbuild.i18n import markdown as tm  # noqa: E402
 from bookbuild.i18n.code_text import included_code, messages  # noqa: E402
 
+from .notebook_support import AnyGlue, program  # noqa: E402
+
 CJK = re.compile(r"[\u4e00-\u9fff]")
 FENCED = re.compile(r"^```python\n(.*?)^```", re.M | re.S)
 
 
-def program(source: str) -> str:
-    """What Python runs of a cell: its tree with every docstring made one (comments are not in it)."""
-    import ast
-
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return source
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef)) and node.body \
-                and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant):
-            node.body[0].value.value = "docstring"
-    return ast.dump(tree)
 
 SNIPPET = """\
 (sec-made-up)=
@@ -155,11 +144,6 @@ def test_bad_language_or_page_is_refused_clearly(tmp_path):
 
 # ------------------------------------------------------------------------------------ the real pages
 
-class AnyGlue(dict):
-    """Stands in for an execution cache: every glued key has the value 0.5."""
-
-    def get(self, key, default=None):
-        return {"text/plain": "0.5"}
 
 
 @pytest.fixture
