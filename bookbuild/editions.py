@@ -292,11 +292,11 @@ def prepare(edition: Edition) -> None:
     from attnlab._catalogs import compile_all
 
     from . import vendor
+    compile_all(ROOT / "attnlab" / "locale")   # before vendoring: the attnlab wheel served to Pyodide carries them
     if edition.fmt == "html":
         vendor.main()
     else:
         (ROOT / "_vendor").mkdir(exist_ok=True)   # html_static_path names it (a warning under -W if absent)
-    compile_all(ROOT / "attnlab" / "locale")
     write_files(edition)
 
 

@@ -3,6 +3,7 @@
 - MathJax 3 (with its fonts) from the PyPI package django-static-mathjax -> _vendor/mathjax
 - require.js and @jupyter-widgets/html-manager's embed-amd.js (for widget pages) from the
   npm registry -> _vendor/widgets (fetched once with `npm pack`, licences copied alongside)
+- Pyodide and the wheels the "Run the code" mode needs -> _vendor/pyodide (bookbuild/vendor_pyodide.py)
 - for the browser tests only, axe-core (the accessibility audit) -> _build/test-vendor/axe,
   fetched the same way by the test that needs it (``vendor_axe``); the book never serves it
 
@@ -79,8 +80,10 @@ def vendor_axe() -> Path:
 
 
 def main() -> None:
+    from .vendor_pyodide import vendor_pyodide
     vendor_mathjax()
     vendor_npm()
+    vendor_pyodide()
     print(f"vendored assets in {STATIC.relative_to(ROOT)}/")
 
 

@@ -29,6 +29,7 @@ import functools
 import re
 import sys
 import threading
+import types
 
 _SPEC = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*(?:\((.*)\))?\s*$")
 _LOCK = threading.RLock()
@@ -59,12 +60,18 @@ def _resolve(name: str):
             continue
         try:
             for attr in parts[cut:-1]:
-                owner = getattr(owner, attr)
-            getattr(owner, parts[-1])
-        except AttributeError:
+                owner = _attribute(owner, attr)
+            _attribute(owner, parts[-1])
+        except (AttributeError, KeyError):
             return None
         return owner, parts[-1]
     return None
+
+
+def _attribute(owner, name: str):
+    """``owner.name``, without a module's lazy ``__getattr__``: ``attnlab.torch_ops``, never imported, would
+    be imported (and torch with it, seconds; in the browser, where torch is missing, an error)."""
+    return vars(owner)[name] if isinstance(owner, types.ModuleType) else getattr(owner, name)
 
 
 _DEPTH = threading.local()        # recorded calls in progress: a forbidden function's own inner calls are not noted

@@ -13,13 +13,18 @@ or returns ``(False, still_running)`` when the call ran past ``seconds``:
 - anywhere else (a worker thread, a platform without ``SIGALRM``), the call runs in a daemon
   thread that is waited for ``seconds``; past that, :class:`TimeLimit` is raised asynchronously
   inside it (again this stops Python loops, not a long library call), and the verdict comes back
-  at once with ``still_running`` saying whether the thread could not be stopped.
+  at once with ``still_running`` saying whether the thread could not be stopped;
+- in a browser (Pyodide, ``sys.platform == "emscripten"``: no threads, no timer signal), the call
+  runs to its end and its time is compared with the limit afterwards, as for a long library call.
+  The book's "Run the code" mode runs Python in a Web Worker, so a call that never ends leaves the
+  page responsive, and its Stop button ends the worker (``_assets/live-code.js``).
 """
 from __future__ import annotations
 
 import ctypes
 import os
 import signal
+import sys
 import threading
 import time
 
@@ -73,6 +78,8 @@ def _can_use_signal() -> bool:
 def run_limited(fn, args=(), kwargs=None, seconds: float = DEFAULT_SECONDS):
     """Call ``fn(*args, **kwargs)`` with a time limit (see the module docstring)."""
     kwargs = kwargs or {}
+    if sys.platform == "emscripten":
+        return _afterwards(fn, args, kwargs, seconds)
     if _can_use_signal():
         return _with_signal(fn, args, kwargs, seconds)
     return _with_thread(fn, args, kwargs, seconds)
@@ -100,6 +107,15 @@ def _with_signal(fn, args, kwargs, seconds):
             signal.setitimer(signal.ITIMER_REAL, left, previous_interval)
     if time.perf_counter() - start > seconds:
         return False, False    # one long library call that no signal could interrupt
+    return True, value
+
+
+def _afterwards(fn, args, kwargs, seconds):
+    """Where nothing can interrupt the call: run it, then compare its time with the limit."""
+    start = time.perf_counter()
+    value = fn(*args, **kwargs)
+    if time.perf_counter() - start > seconds:
+        return False, False
     return True, value
 
 

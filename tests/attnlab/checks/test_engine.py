@@ -101,6 +101,18 @@ def test_the_time_limit_off_the_main_thread():
     assert not any(t.name == "attnlab-check" and t.is_alive() for t in threading.enumerate())
 
 
+def test_in_a_browser_a_slow_call_is_judged_when_it_returns(monkeypatch):
+    """Pyodide has no threads and no timer signal: attnlab.live runs the checks there."""
+    monkeypatch.setattr(limits.sys, "platform", "emscripten")
+    monkeypatch.setattr(limits.threading, "Thread", None)         # no thread may be started
+    monkeypatch.setattr(limits.signal, "setitimer", None)         # nor a timer
+    def slow(x):
+        time.sleep(0.4)
+        return np_softmax(x)
+    assert_diagnosis(C.check_softmax(slow, timeout=0.1), "time_limit", "longer than 0.1 s")
+    assert C.check_softmax(np_softmax).passed
+
+
 def test_off_the_main_thread_results_and_errors_come_back():
     box = {}
 

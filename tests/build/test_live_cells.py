@@ -1,0 +1,83 @@
+"""bookbuild.live_cells: which cells the browser can run, checked two ways.
+
+On small pages whose answer is plain, and on the real pages ch01-04 and ex01-04: every cell it says
+runs does run, in page order, in a Python where torch and the other missing libraries are the browser's
+stand-ins (attnlab.live); the pages' cells are run, not trusted.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bookbuild.live_cells import Verdict, attnlab_needs, checkers_needing_torch, verdicts
+from bookbuild.pages import code_cells
+
+ROOT = Path(__file__).resolve().parents[2]
+SETUP = "import numpy as np\nimport torch\nimport attnlab as al\n_ = torch.manual_seed(0)\n"
+
+
+def test_imports_and_setup_lines_do_not_stop_a_cell_but_uses_do():
+    assert verdicts([SETUP, "x = np.ones(3)", "t = torch.randn(3)", "print(t)", "print(x)"]) == [
+        Verdict(True), Verdict(True), Verdict(False, library="PyTorch"), Verdict(False, name="t"), Verdict(True)]
+
+
+def test_the_last_expression_is_shown_so_it_is_not_a_setup_line():
+    assert verdicts([SETUP, "torch.manual_seed(0)"]) == [Verdict(True), Verdict(False, library="PyTorch")]
+
+
+def test_a_function_using_torch_may_be_defined_but_not_called():
+    cells = [SETUP, "def both(x):\n    return torch.tensor(x)\n", "both(1)"]
+    assert verdicts(cells) == [Verdict(True), Verdict(True), Verdict(False, library="PyTorch")]
+
+
+def test_nothing_a_skipped_cell_computes_exists_and_a_rebound_name_is_clean_again():
+    cells = [SETUP, "t = torch.ones(2)\nw = np.zeros(2)", "w.sum()", "w = np.ones(2)\nw.sum()"]
+    assert verdicts(cells)[2:] == [Verdict(False, name="w"), Verdict(True)]
+
+
+def test_attnlab_modules_and_checkers_that_need_torch_are_read_from_the_package():
+    assert attnlab_needs()["torch_ops"] == "PyTorch" and attnlab_needs()["widgets"] == "ipywidgets"
+    assert "exact" not in attnlab_needs() and "checks" not in attnlab_needs()
+    assert "check_causal_attention" in checkers_needing_torch()
+    assert "check_softmax" not in checkers_needing_torch() and "check_leak_test" not in checkers_needing_torch()
+    cells = [SETUP + "from attnlab.checks import check_causal_attention, check_leak_test\n",
+             "check_leak_test(print)", "check_causal_attention(print)", "al.torch_ops.attention", "al.widgets.x()"]
+    assert verdicts(cells)[1:] == [Verdict(True), Verdict(False, library="PyTorch"),
+                                   Verdict(False, library="PyTorch"), Verdict(False, library="ipywidgets")]
+
+
+def test_ipython_syntax_cannot_run():
+    assert verdicts(["%timeit 1 + 1"]) == [Verdict(False, library="IPython")]
+
+
+PAGES = ["chapters/01_qkv.md", "chapters/02_scaling_softmax.md", "chapters/03_masks.md",
+         "chapters/04_worked_examples.md", "exercises/ex01_qkv.md", "exercises/ex02_scaling.md",
+         "exercises/ex03_masks.md", "exercises/ex04_worked.md"]
+RUN_WITHOUT_TORCH = """
+import json, os, sys
+os.environ["MPLBACKEND"] = "agg"
+from attnlab import live
+sys.meta_path.insert(0, live._UnavailableFinder())          # torch missing, as in the browser
+page = live.Page()
+errors = []
+for number, source in json.loads(sys.stdin.read()):
+    errors += [(number, o["text"][-300:]) for o in page.run_cell(source) if o["kind"] == "error"]
+print(json.dumps(errors))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page", PAGES)
+def test_every_cell_said_to_run_runs_without_torch(page):
+    sources = [cell.source for cell in code_cells(ROOT / page) if cell.visible]
+    runs = [(number, source) for number, (source, verdict) in enumerate(zip(sources, verdicts(sources)), 1)
+            if verdict.runs]
+    assert len(runs) >= len(sources) // 2, "fewer than half of the page's cells run in the browser"
+    done = subprocess.run([sys.executable, "-c", RUN_WITHOUT_TORCH], input=json.dumps(runs), capture_output=True,
+                          text=True, timeout=600, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.splitlines()[-1]) == []
