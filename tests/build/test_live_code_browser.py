@@ -6,7 +6,7 @@ the book's output to a tolerance (numbers to 1e-3, the rest word for word), and 
 why they cannot run; an edited cell runs and shows its new output. On ex01 and ex02 the checkers run
 in the page and name a mistake exactly as they do under CPython here; on ch01 figures appear. A
 browser without WebAssembly, and a book whose Pyodide files are missing, get a message, and the
-book's outputs stay. The time from Run to the first output is written to
+book's outputs stay. Stop ends a cell that never returns, and Python starts again. The time from Run to the first output is written to
 _build/live-code-timings.json (reported, never asserted).
 """
 from __future__ import annotations
@@ -199,5 +199,27 @@ def test_with_the_pyodide_files_missing_the_page_says_so_and_keeps_its_outputs(b
         assert "could not be started" in visit.page.inner_text(".live-status")
         assert visit.page.query_selector(".cell_output").is_visible()
         assert not visit.page.query_selector(".live-output") and not visit.errors
+    finally:
+        visit.close()
+
+
+def test_stop_ends_a_cell_that_never_returns_and_python_starts_again(browser):
+    visit = Visit(browser, "html", "exercises/ex02_scaling")
+    try:
+        visit.run()
+        p = visit.page
+        cells = p.query_selector_all(".cell.live-runs")
+        cells[1].query_selector(".live-editor").fill("while True:\n    pass")
+        cells[1].query_selector(".live-cell-run").click()
+        stop = cells[1].query_selector(".live-stop")
+        stop.wait_for_element_state("visible", timeout=30_000)
+        stop.click()
+        p.wait_for_function("() => /Stopped/.test(document.querySelector('.live-status').textContent)",
+                            timeout=120_000)
+        cells[1].query_selector(".live-editor").fill("print(6 * 7)")
+        cells[1].query_selector(".live-cell-run").click()
+        p.wait_for_function("c => /42/.test(c.querySelector('.live-output').textContent)", arg=cells[1],
+                            timeout=60_000)
+        assert not visit.errors
     finally:
         visit.close()
