@@ -31,11 +31,15 @@ async function run({ id, code }) {
   return { id, outputs: plain };
 }
 
-self.onmessage = async ({ data }) => {
+async function handle(data) {
   try {
     if (data.start) self.postMessage({ ready: await start(data.start) });
     else if (data.run) self.postMessage({ done: await run(data.run) });
   } catch (err) {
     self.postMessage({ failed: String(err && err.message || err), id: data.run && data.run.id });
   }
-};
+}
+
+// one message at a time, in the order sent: a cell's packages load before it runs, never beside another
+let queue = Promise.resolve();
+self.onmessage = ({ data }) => { queue = queue.then(() => handle(data)); };

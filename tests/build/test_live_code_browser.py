@@ -4,20 +4,21 @@ On ch01-ch04 and ex01-ex04 (English) and on ch01 and ex02 (Chinese): nothing of 
 Run; after it, every cell the build marked as runnable runs without error, its live output agrees with
 the book's output to a tolerance (numbers to 1e-3, the rest word for word), and the other cells say
 why they cannot run; an edited cell runs and shows its new output. On ex01 and ex02 the checkers run
-in the page and name a mistake exactly as they do under CPython here; on ch01 figures appear. A
-browser without WebAssembly, and a book whose Pyodide files are missing, get a message, and the
-book's outputs stay. Stop ends a cell that never returns, and Python starts again. The time from Run to the first output is written to
-_build/live-code-timings.json (reported, never asserted).
+in the page and name a mistake exactly as they do under CPython here; on ch01 figures appear, and
+the page after Run passes the accessibility audit (axe, light and dark). A browser without
+WebAssembly, and a book whose Pyodide files are missing, get a message, and the book's outputs stay.
+Stop ends a cell that never returns, and Python starts again. The time from Run to the first output
+is written to _build/live-code-timings.json (reported, never asserted).
 """
 from __future__ import annotations
 
 import json
 import re
-import time
 
 import pytest
 
 from tests.build.browser_support import CHROMIUM_ARGS, ROOT, chromium_path, missing_build, serve
+from tests.build.test_a11y_browser import COLOUR_RULES, FAILING, _dark, audit, axe_js  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.browser
 BUILD = ROOT / "_build"
@@ -71,7 +72,8 @@ class Visit:
 
     def run(self) -> float:
         before = list(self.requests)
-        assert not [u for u in before if "/pyodide/" in u or "worker" in u], "Pyodide loaded before Run"
+        early = [u for u in before if "/pyodide/" in u or "live-code-" in u]
+        assert not early, f"more than the button loaded before Run: {early}"
         self.page.click("button.live-run")
         self.page.wait_for_function(FINISHED, timeout=300_000)
         return self.page.evaluate("window.liveCode.firstOutputSeconds")
@@ -98,7 +100,7 @@ def record(folder: str, page: str, seconds: float) -> None:
 
 
 @pytest.mark.parametrize(("folder", "page"), PAGES)
-def test_run_edit_and_compare(browser, folder, page):
+def test_run_edit_and_compare(browser, axe_js, folder, page):   # noqa: F811
     visit = Visit(browser, folder, page)
     try:
         record(folder, page, visit.run())
@@ -134,6 +136,14 @@ def test_run_edit_and_compare(browser, folder, page):
         if page.startswith("chapters/01"):
             widths = p.eval_on_selector_all("img.live-figure", "els => els.map(e => e.naturalWidth)")
             assert widths and min(widths) > 100
+            light = audit(p, axe_js)
+            _dark(p)
+            dark = audit(p, axe_js, COLOUR_RULES)
+            failing = [(v["impact"], v["id"], [n["target"] for n in v["nodes"]][:3]) for v in light + dark
+                       if v["impact"] in FAILING]
+            assert failing == [], f"after Run: serious or critical accessibility violations: {failing}"
+        if page in WRONG:
+            a_checker_names_the_mistake(visit, folder, page)
         assert compared or page.startswith("exercises"), "no printed output was compared with the book's"
     finally:
         visit.close()
@@ -162,24 +172,17 @@ WRONG = {
 }
 
 
-@pytest.mark.parametrize(("folder", "page"), [("html", "exercises/ex02_scaling"), ("html", "exercises/ex01_qkv"),
-                                              ("zh/html", "exercises/ex02_scaling")])
-def test_a_checker_in_the_page_names_the_mistake(browser, folder, page):
+def a_checker_names_the_mistake(visit, folder, page):
+    """A wrong solution, run in the page: the checker's verdict is CPython's here, word for word."""
     solution, check_cell, check, code = WRONG[page]
     expected = " ".join(checker_verdict(folder, check, code).replace("`", "").split())   # `code` shows as code
-    visit = Visit(browser, folder, page)
-    try:
-        visit.run()
-        cells = visit.page.query_selector_all(".cell.live-runs")
-        cells[solution - 1].query_selector(".live-editor").fill(code)
-        cells[solution - 1].query_selector(".live-cell-run").click()
-        time.sleep(0.5)
-        cells[check_cell - 1].query_selector(".live-cell-run").click()
-        last_sentence = expected.rsplit(". ", 1)[-1][:60] if not folder.startswith("zh") else expected[-40:]
-        visit.page.wait_for_function("([c, s]) => c.querySelector('.live-output').textContent.replace(/\\s+/g, ' ')"
-                                     ".includes(s)", arg=[cells[check_cell - 1], last_sentence], timeout=60_000)
-    finally:
-        visit.close()
+    cells = visit.page.query_selector_all(".cell.live-runs")
+    cells[solution - 1].query_selector(".live-editor").fill(code)
+    cells[solution - 1].query_selector(".live-cell-run").click()
+    cells[check_cell - 1].query_selector(".live-cell-run").click()     # the worker runs them in order
+    last_sentence = expected.rsplit(". ", 1)[-1][:60] if not folder.startswith("zh") else expected[-40:]
+    visit.page.wait_for_function("([c, s]) => c.querySelector('.live-output').textContent.replace(/\\s+/g, ' ')"
+                                 ".includes(s)", arg=[cells[check_cell - 1], last_sentence], timeout=60_000)
 
 
 def test_without_webassembly_the_page_says_so_and_keeps_its_outputs(browser):
