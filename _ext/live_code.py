@@ -1,6 +1,6 @@
 """Bespoke: the "Run the code" mode of the HTML book (issue 30; the page's side is _assets/live-code.js).
 
-For each page, the visible code cells are sorted by ``bookbuild.live_cells.verdicts`` into those the
+For each page, the visible code cells are sorted by ``attnlab.live_cells.verdicts`` into those the
 reader's browser can run (class ``live-runs``) and those it cannot (``live-static`` and
 ``live-needs-pytorch``, or ``live-uses-<name>`` for a cell reading a name that such a cell computed).
 A page with at least one cell that runs gets the script ``live-code.js``; other pages, and readers who
@@ -14,7 +14,7 @@ import re
 
 from docutils import nodes
 
-from bookbuild.live_cells import verdicts
+from attnlab.live_cells import verdicts
 
 
 def _cells(doctree: nodes.document) -> list[tuple[nodes.Element, str]]:

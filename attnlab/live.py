@@ -9,13 +9,14 @@ would show under it as a list of outputs, one dict each:
   Jupyter shows it, unless the line ends with ``;``), each ``display(...)``, and every figure left open,
   drawn as a PNG (base64) the way the book draws it (translated, legible, with its description);
 - ``{"kind": "error", "text": ...}``: the exception, with the traceback through the cell's own lines;
-- ``{"kind": "note", "text": ...}``: a setup line skipped because its library does not run here.
+- ``{"kind": "note", "text": ...}``: a line that shows nothing, skipped because its library does not
+  run here (see :meth:`Page._execute`).
 
 The cells share one namespace, as in a notebook. ``print``, ``display`` and tables speak the
 edition's language (``attnlab.edge``), as they do when the book is built.
 
 Some libraries the book uses cannot run in a browser (PyTorch, transformers, Triton; the page marks
-the cells that need them, ``bookbuild/live_cells.py``). :func:`install_unavailable` makes their imports
+the cells that need them, ``attnlab.live_cells``). :func:`install_browser_modules` makes their imports
 succeed with a stand-in whose every use raises :class:`UnavailableHere`, saying so in plain words: a
 page's first cell imports torch beside numpy, and the NumPy cells after it should still run.
 """
@@ -44,13 +45,22 @@ MIME_ORDER = ("text/html", "image/svg+xml", "image/png", "text/latex", "text/mar
 
 
 class UnavailableHere(ImportError):
-    """A library that does not run in the browser was used."""
+    """A library that does not run in the browser was used; ``library`` names it."""
+
+    def __init__(self, library: str):
+        super().__init__(_("{library} does not run in the browser, so this line cannot run here; the book's own "
+                           "output of such a cell was computed with it. Run the page in Jupyter to use it.").format(
+            library=library))
+        self.library = library
 
 
-def _unavailable_message(module: str) -> str:
-    return _("{library} does not run in the browser, so this line cannot run here; the book's own output "
-             "of such a cell was computed with it. Run the page in Jupyter to use it.").format(
-        library=UNAVAILABLE[module.split(".")[0]])
+def stand_in(name: str, library: str) -> type:
+    """A stand-in for ``name``, a thing of ``library``: its attributes are stand-ins, and calling it raises."""
+    return _StandIn(name, (), {"_library": library})
+
+
+def _library(module: str) -> str:
+    return UNAVAILABLE[module.split(".")[0]]
 
 
 class _StandIn(type):
@@ -59,17 +69,17 @@ class _StandIn(type):
     def __getattr__(cls, name):
         if name.startswith("__"):
             raise AttributeError(name)
-        return _StandIn(f"{cls.__name__}.{name}", (), {"_module": cls._module})
+        return stand_in(f"{cls.__name__}.{name}", cls._library)
 
     def __call__(cls, *args, **kwargs):
-        raise UnavailableHere(_unavailable_message(cls._module))
+        raise UnavailableHere(cls._library)
 
 
 class _UnavailableModule(types.ModuleType):
     def __getattr__(self, name):
         if name.startswith("__"):
             raise AttributeError(name)
-        return _StandIn(f"{self.__name__}.{name}", (), {"_module": self.__name__})
+        return stand_in(f"{self.__name__}.{name}", _library(self.__name__))
 
 
 class _UnavailableFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -162,11 +172,12 @@ class Page:
     """The namespace and outputs of one page's cells."""
 
     def __init__(self):
-        from . import edge
+        from . import edge, live_cells
         self.namespace = {"__name__": "__main__", "__builtins__": builtins, "display": self.display,
                           "print": edge.edition_print}
         self.outputs: list[dict] = []
         self.count = 0
+        self.tracker = live_cells.Tracker()     # which statements the browser skips
         _CURRENT.append(self)
 
     def display(self, *values) -> None:
@@ -199,31 +210,66 @@ class Page:
         plt.close("all")
         return self.outputs
 
+    def _skip(self, statement: ast.stmt, library: str, name: str) -> None:
+        """Bind stand-ins for what ``statement`` would have made, and say so. Of an import, only the names
+        that need ``library`` (``traffic`` of ``from attnlab import occupancy, traffic``) are stand-ins."""
+        from .live_cells import import_runs
+        for target in bound_names(statement):
+            self.namespace[target] = stand_in(target, library)
+        if isinstance(statement, ast.Import | ast.ImportFrom):
+            for single in _single_imports(statement):
+                if not import_runs(single):
+                    exec(compile(ast.Module([single], []), name, "exec"), self.namespace)
+        self.outputs.append({"kind": "note", "text": _("Line {line} was skipped: {why}").format(
+            line=statement.lineno, why=UnavailableHere(library))})
+
     def _execute(self, source: str, name: str) -> None:
-        """The cell's statements one by one, as Jupyter runs them, with one difference: a setup statement
-        (:func:`is_setup`, ``torch.manual_seed(0)``) that needs a library the browser lacks is skipped
-        with a note instead of ending the cell."""
+        """The cell's statements one by one, as Jupyter runs them, with one difference: a statement that
+        needs a library the browser lacks and shows nothing is skipped with a note, its names becoming
+        stand-ins that say why when used: a setup call of the library (``torch.manual_seed(0)``) or
+        one that only binds names (:func:`binds_only`, ``f64 = torch.float64``, ``from attnlab.decoder
+        import patterns``). Which statements those are, ``attnlab.live_cells`` decides, as it did for the
+        build, following the names from the cells run before."""
         body = ast.parse(source, name).body
-        for statement in body:
-            try:
-                if statement is body[-1] and isinstance(statement, ast.Expr):
-                    value = eval(compile(ast.Expression(statement.value), name, "eval"), self.namespace)
-                    if value is not None and not source.rstrip().endswith(";"):
-                        self.display(value)
-                else:
-                    exec(compile(ast.Module([statement], []), name, "exec"), self.namespace)
-            except UnavailableHere as err:
-                if not is_setup(statement, last=statement is body[-1]):
-                    raise
-                self.outputs.append({"kind": "note", "text": _("Line {line} was skipped: {why}").format(
-                    line=statement.lineno, why=err)})
+        skipped = self.tracker.judge(source).skipped
+        for index, statement in enumerate(body):
+            if index in skipped:
+                self._skip(statement, skipped[index], name)
+            elif statement is body[-1] and isinstance(statement, ast.Expr):
+                value = eval(compile(ast.Expression(statement.value), name, "eval"), self.namespace)
+                if value is not None and not source.rstrip().endswith(";"):
+                    self.display(value)
+            else:
+                exec(compile(ast.Module([statement], []), name, "exec"), self.namespace)
 
 
-def is_setup(statement: ast.stmt, last: bool) -> bool:
-    """A statement whose value nothing keeps or shows: an expression before the cell's last statement
-    (``torch.manual_seed(0)``), or ``_ = ...``."""
-    return (isinstance(statement, ast.Expr) and not last) or (isinstance(statement, ast.Assign) and all(
-        isinstance(target, ast.Name) and target.id == "_" for target in statement.targets))
+def _single_imports(statement: ast.Import | ast.ImportFrom) -> list[ast.stmt]:
+    """``from attnlab import occupancy, traffic`` as two imports."""
+    make = (lambda alias: ast.Import(names=[alias])) if isinstance(statement, ast.Import) else \
+        (lambda alias: ast.ImportFrom(module=statement.module, names=[alias], level=statement.level))
+    return [ast.fix_missing_locations(ast.copy_location(make(alias), statement)) for alias in statement.names]
+
+
+def binds_only(statement: ast.stmt) -> bool:
+    """An import, a definition or an assignment to names: it shows nothing, it only binds names."""
+    if isinstance(statement, ast.Import | ast.ImportFrom | ast.FunctionDef | ast.ClassDef):
+        return True
+    targets = statement.targets if isinstance(statement, ast.Assign) else \
+        [statement.target] if isinstance(statement, ast.AnnAssign | ast.AugAssign) else None
+    return targets is not None and all(isinstance(n, ast.Name | ast.Tuple | ast.List | ast.Starred)
+                                       for t in targets for n in ast.walk(t) if not isinstance(n, ast.expr_context))
+
+
+def bound_names(statement: ast.stmt) -> list[str]:
+    """The names a :func:`binds_only` statement binds (none for a setup call)."""
+    if isinstance(statement, ast.Expr):
+        return []
+    if isinstance(statement, ast.Import | ast.ImportFrom):
+        return [(a.asname or a.name).split(".")[0] for a in statement.names]
+    if isinstance(statement, ast.FunctionDef | ast.ClassDef):
+        return [statement.name]
+    targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+    return [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
 
 
 def _cell_traceback(err: BaseException, name: str) -> str:

