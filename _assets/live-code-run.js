@@ -172,10 +172,9 @@
   }
 
   function explainStatic(cell) {
-    const needs = [...cell.classList].find((c) => c.startsWith("live-needs-"));
-    const uses = [...cell.classList].find((c) => c.startsWith("live-uses-"));
-    const lib = needs && { pytorch: "PyTorch", ipywidgets: "ipywidgets", ipython: "IPython" }[needs.slice(11)] || (needs || "").slice(11);
-    const text = uses ? T.uses(uses.slice(10)) : T.needs(lib);
+    const needs = [...cell.classList].find((c) => c.startsWith("live-needs-"));   // live-needs-PyTorch
+    const uses = [...cell.classList].find((c) => c.startsWith("live-uses-"));     // live-uses-v_l
+    const text = uses ? T.uses(uses.slice("live-uses-".length)) : T.needs(needs.slice("live-needs-".length));
     cell.querySelector(":scope > .cell_input").after(el("p", "live-static-note", text));
   }
 

@@ -8,9 +8,9 @@ never press Run, load nothing more. The PDF is untouched (HTML builders only).
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
-import re
 
 from docutils import nodes
 
@@ -38,12 +38,13 @@ def mark_cells(app, doctree: nodes.document, docname: str) -> None:
         if verdict.runs:
             cell["classes"].append("live-runs")
         elif verdict.library:
-            cell["classes"] += ["live-static", "live-needs-" + re.sub(r"[^a-z0-9]+", "-", verdict.library.lower())]
+            cell["classes"] += ["live-static", "live-needs-" + verdict.library]   # "PyTorch", "myst-nb": one token
         else:
             cell["classes"] += ["live-static", "live-uses-" + verdict.name]
 
 
-def download_megabytes(srcdir: str) -> int:
+@functools.cache
+def download_megabytes() -> int:
     """What Run may download at most: the Pyodide core and every package served, in MB (rounded up)."""
     from bookbuild.vendor_pyodide import CORE, DEST
     lock = DEST / "pyodide-lock.json"
@@ -58,8 +59,7 @@ def add_script(app, pagename, templatename, context, doctree) -> None:
     if doctree is not None and any("live-runs" in n["classes"] for n in doctree.findall(nodes.container)):
         app.add_js_file("live-code.js", defer="defer")
         context["metatags"] = context.get("metatags", "") + \
-            f'<meta name="live-code-megabytes" content="{download_megabytes(app.srcdir)}">\n'
-
+            f'<meta name="live-code-megabytes" content="{download_megabytes()}">\n'
 
 
 def setup(app):

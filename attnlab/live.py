@@ -36,11 +36,9 @@ import types
 from contextlib import redirect_stderr, redirect_stdout
 
 from .i18n import _, get_language
+from .live_cells import UNAVAILABLE, Tracker, bound_names, import_runs
 
-# top-level module: what a reader calls it
-UNAVAILABLE = {"torch": "PyTorch", "transformers": "transformers", "tokenizers": "tokenizers",
-               "triton": "Triton", "ipywidgets": "ipywidgets", "myst_nb": "myst-nb"}
-_CURRENT: list[Page] = []     # the page whose cells run now: IPython.display's display shows there
+_current: dict[str, Page] = {}   # "page": the page whose cells run now; IPython.display's display shows there
 MIME_ORDER = ("text/html", "image/svg+xml", "image/png", "text/latex", "text/markdown")
 
 
@@ -102,7 +100,7 @@ def install_browser_modules() -> None:
     where IPython is missing, ``IPython.display`` is :func:`ipython_display` (the book's cells and
     ``attnlab.display`` use its ``display``, ``Math`` and ``Markdown``)."""
     if not any(isinstance(f, _UnavailableFinder) for f in sys.meta_path):
-        sys.meta_path.append(_UnavailableFinder())
+        sys.meta_path.insert(0, _UnavailableFinder())    # first: where torch is installed, as if it were not
     if importlib.util.find_spec("IPython") is None:
         ipython = types.ModuleType("IPython")
         ipython.display = sys.modules["IPython.display"] = ipython_display()
@@ -123,7 +121,7 @@ class _Shown:
 def ipython_display() -> types.ModuleType:
     """A module with IPython.display's ``display``, ``HTML``, ``Markdown``, ``Math`` and ``Latex``."""
     module = types.ModuleType("IPython.display")
-    module.display = lambda *values, **kwargs: _CURRENT[-1].display(*values)
+    module.display = lambda *values, **kwargs: _current["page"].display(*values)
     module.HTML = type("HTML", (_Shown,), {"_repr_html_": lambda self: self.data})
     module.Markdown = type("Markdown", (_Shown,), {"_repr_markdown_": lambda self: self.data})
     module.Math = type("Math", (_Shown,), {"_repr_latex_": lambda self: f"$\\displaystyle {self.data.strip('$')}$"})
@@ -172,13 +170,13 @@ class Page:
     """The namespace and outputs of one page's cells."""
 
     def __init__(self):
-        from . import edge, live_cells
+        from . import edge
         self.namespace = {"__name__": "__main__", "__builtins__": builtins, "display": self.display,
                           "print": edge.edition_print}
         self.outputs: list[dict] = []
         self.count = 0
-        self.tracker = live_cells.Tracker()     # which statements the browser skips
-        _CURRENT.append(self)
+        self.tracker = Tracker()     # which statements the browser skips
+        _current["page"] = self
 
     def display(self, *values) -> None:
         for value in values:
@@ -213,7 +211,6 @@ class Page:
     def _skip(self, statement: ast.stmt, library: str, name: str) -> None:
         """Bind stand-ins for what ``statement`` would have made, and say so. Of an import, only the names
         that need ``library`` (``traffic`` of ``from attnlab import occupancy, traffic``) are stand-ins."""
-        from .live_cells import import_runs
         for target in bound_names(statement):
             self.namespace[target] = stand_in(target, library)
         if isinstance(statement, ast.Import | ast.ImportFrom):
@@ -227,7 +224,7 @@ class Page:
         """The cell's statements one by one, as Jupyter runs them, with one difference: a statement that
         needs a library the browser lacks and shows nothing is skipped with a note, its names becoming
         stand-ins that say why when used: a setup call of the library (``torch.manual_seed(0)``) or
-        one that only binds names (:func:`binds_only`, ``f64 = torch.float64``, ``from attnlab.decoder
+        one that only binds names (``attnlab.live_cells.binds_only``: ``f64 = torch.float64``, ``from attnlab.decoder
         import patterns``). Which statements those are, ``attnlab.live_cells`` decides, as it did for the
         build, following the names from the cells run before."""
         body = ast.parse(source, name).body
@@ -248,28 +245,6 @@ def _single_imports(statement: ast.Import | ast.ImportFrom) -> list[ast.stmt]:
     make = (lambda alias: ast.Import(names=[alias])) if isinstance(statement, ast.Import) else \
         (lambda alias: ast.ImportFrom(module=statement.module, names=[alias], level=statement.level))
     return [ast.fix_missing_locations(ast.copy_location(make(alias), statement)) for alias in statement.names]
-
-
-def binds_only(statement: ast.stmt) -> bool:
-    """An import, a definition or an assignment to names: it shows nothing, it only binds names."""
-    if isinstance(statement, ast.Import | ast.ImportFrom | ast.FunctionDef | ast.ClassDef):
-        return True
-    targets = statement.targets if isinstance(statement, ast.Assign) else \
-        [statement.target] if isinstance(statement, ast.AnnAssign | ast.AugAssign) else None
-    return targets is not None and all(isinstance(n, ast.Name | ast.Tuple | ast.List | ast.Starred)
-                                       for t in targets for n in ast.walk(t) if not isinstance(n, ast.expr_context))
-
-
-def bound_names(statement: ast.stmt) -> list[str]:
-    """The names a :func:`binds_only` statement binds (none for a setup call)."""
-    if isinstance(statement, ast.Expr):
-        return []
-    if isinstance(statement, ast.Import | ast.ImportFrom):
-        return [(a.asname or a.name).split(".")[0] for a in statement.names]
-    if isinstance(statement, ast.FunctionDef | ast.ClassDef):
-        return [statement.name]
-    targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
-    return [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
 
 
 def _cell_traceback(err: BaseException, name: str) -> str:

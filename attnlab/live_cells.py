@@ -1,11 +1,11 @@
 """Which of a page's visible cells can run in the reader's browser ("Run the code", attnlab.live).
 
 The browser has NumPy, SymPy, pandas, matplotlib and attnlab's NumPy parts; it lacks PyTorch and the
-rest of ``attnlab.live.UNAVAILABLE``. A cell cannot run there when a statement that shows something
+rest of :data:`UNAVAILABLE`. A cell cannot run there when a statement that shows something
 uses one of them (``print(torch.randn(3))``, ``al.torch_ops``, a checker that builds torch tensors,
 the cell's last expression), or when it reads a name that a cell which cannot run would have made.
 A statement that only binds names (an import, a ``def``, ``v = torch.tensor(...)``, see
-:func:`attnlab.live.binds_only`) or a setup call of the library itself (``torch.manual_seed(0)``)
+:func:`binds_only`) or a setup call of the library itself (``torch.manual_seed(0)``)
 is skipped in the browser with a note, its names becoming stand-ins that say why when used; so a
 page's first cell, which imports torch beside numpy, runs.
 
@@ -22,15 +22,18 @@ import symtable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .live import UNAVAILABLE, binds_only
-
 ATTNLAB = Path(__file__).resolve().parent   # this package: which of its modules need torch is read here
+
+
+# what the browser lacks, by top-level module: what a reader calls it (attnlab.live gives stand-ins)
+UNAVAILABLE = {"torch": "PyTorch", "transformers": "transformers", "tokenizers": "tokenizers",
+               "triton": "Triton", "ipywidgets": "ipywidgets", "myst_nb": "myst-nb"}
 
 
 @dataclass(frozen=True)
 class Verdict:
     runs: bool
-    library: str = ""    # what it needs: "PyTorch", "ipywidgets", ... (attnlab.live.UNAVAILABLE's values)
+    library: str = ""    # what it needs: "PyTorch", "ipywidgets", ... (UNAVAILABLE's values)
     name: str = ""       # or the name it reads that a cell which cannot run computed
 
 
@@ -123,9 +126,10 @@ def attnlab_modules(node: ast.Import | ast.ImportFrom) -> dict[str, str]:
     return {}
 
 
-def _names(statement: ast.stmt) -> tuple[set[str], set[str]]:
-    """(names the statement binds, global names it or its functions read)."""
-    table = symtable.symtable(ast.unparse(statement), "<statement>", "exec")
+def symbols(source: str) -> tuple[set[str], set[str]]:
+    """(the names ``source`` binds at its top level, every global name it or its functions read); also
+    the lint of visible cells' (``bookbuild.lint.cells``)."""
+    table = symtable.symtable(source, "<cell>", "exec")
     bound = {s.get_name() for s in table.get_symbols() if s.is_assigned() or s.is_imported() or s.is_namespace()}
     read, tables = set(), [table]
     while tables:
@@ -133,6 +137,25 @@ def _names(statement: ast.stmt) -> tuple[set[str], set[str]]:
         read |= {s.get_name() for s in t.get_symbols() if s.is_referenced() and (t is table or s.is_global())}
         tables += t.get_children()
     return bound, read
+
+
+def _names(statement: ast.stmt) -> tuple[set[str], set[str]]:
+    return symbols(ast.unparse(statement))
+
+
+def bound_names(statement: ast.stmt) -> list[str]:
+    """The names ``statement`` binds, sorted (none for an expression)."""
+    return sorted(_names(statement)[0])
+
+
+def binds_only(statement: ast.stmt) -> bool:
+    """An import, a definition or an assignment to names: it shows nothing, it only binds names."""
+    if isinstance(statement, ast.Import | ast.ImportFrom | ast.FunctionDef | ast.ClassDef):
+        return True
+    targets = statement.targets if isinstance(statement, ast.Assign) else \
+        [statement.target] if isinstance(statement, ast.AnnAssign | ast.AugAssign) else None
+    return targets is not None and all(isinstance(n, ast.Name | ast.Tuple | ast.List | ast.Starred)
+                                       for t in targets for n in ast.walk(t) if not isinstance(n, ast.expr_context))
 
 
 def _attnlab_attributes(statement: ast.stmt, modules: dict[str, str]) -> str:
@@ -171,11 +194,7 @@ class Tracker:
         verdict, skipped, tainted = Verdict(True), {}, self.tainted
         for index, statement in enumerate(body):
             if isinstance(statement, ast.Import | ast.ImportFrom):
-                needs = imported(statement)
-                for name, library in needs.items():
-                    tainted.pop(name, None) if not library else tainted.__setitem__(name, library)
-                self.modules.update(attnlab_modules(statement))
-                runs = import_runs(statement)
+                runs = self._import(statement)
                 if runs:                    # importing attnlab's torch modules runs torch: skip it
                     skipped[index] = runs
                 continue
@@ -203,6 +222,16 @@ class Tracker:
                     if not (isinstance(statement, ast.Import | ast.ImportFrom) and name in self.defined):
                         tainted[name] = tainted.get(name) or ""
         return Judgement(verdict, skipped)
+
+    def _import(self, statement: ast.Import | ast.ImportFrom) -> str:
+        """Follow the names an import binds; what running it needs that the browser lacks ("" if nothing)."""
+        for name, library in imported(statement).items():
+            if library:
+                self.tainted[name] = library
+            else:
+                self.tainted.pop(name, None)
+        self.modules.update(attnlab_modules(statement))
+        return import_runs(statement)
 
     def _setup_call(self, statement: ast.stmt, last: bool) -> bool:
         """``torch.manual_seed(0)`` before a cell's last line: a call of the library itself, whose value

@@ -14,9 +14,10 @@ presses Run downloads none of them.
 - sympy and mpmath are pure Python; Pyodide's builds of them (tests removed) are on no registry, so
   PyPI's wheels are used, pinned by their sha256 (pip checks them).
 - attnlab itself, built as a wheel from this checkout.
-- For the Chinese edition's figures, ``cjk-subset.otf``: Noto Sans CJK SC (Debian's fonts-noto-cjk, which
-  the PDF needs too) cut down to the characters of attnlab's Chinese catalogs, the only source of the
-  Chinese a figure can show (about 0.4 MB instead of 16 MB).
+- For the Chinese edition's figures, ``cjk-subset.otf``: the CJK font the build draws them with
+  (``attnlab.plots.find_cjk_font``: Noto Sans CJK SC from Debian's fonts-noto-cjk, which the PDF needs
+  too) cut down to the characters of attnlab's Chinese catalogs, the only source of the Chinese a
+  figure can show (about 0.4 MB instead of 16 MB).
 
 The lock served beside them lists only these packages (``PACKAGES`` and their dependencies, sympy
 and mpmath with PyPI's files, and attnlab), so a cell importing anything else gets Pyodide's "no known
@@ -49,8 +50,6 @@ FROM_PYPI = {  # lock name: (requirement, sha256 of PyPI's wheel)
     "sympy": ("sympy==1.13.3", "54612cf55a62755ee71824ce692986f23c88ffa77207b30c1368eda4a7060f73"),
     "mpmath": ("mpmath==1.3.0", "a0b2b9fe80bbcd81a6647ff13108738cfb482d481d826cc0e02f5b35e5c88d2c"),
 }
-CJK_FONT = Path("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc")
-CJK_FONT_NUMBER = 2            # the collection's Simplified Chinese face, "Noto Sans CJK SC"
 STAMP = DEST / "VENDORED"
 PACKAGES_LOCK = DEST / "packages-lock.json"   # the lock of the packages served, attnlab aside
 
@@ -122,7 +121,7 @@ def vendor_pyodide() -> None:
         STAMP.write_text(wanted)
     digest = attnlab_digest()
     done = DEST / "attnlab.digest"
-    if done.exists() and done.read_text() == digest and ((DEST / "cjk-subset.otf").exists() or not CJK_FONT.exists()):
+    if done.exists() and done.read_text() == digest and (DEST / "cjk-subset.otf").exists():
         return
     from .assignments import build_wheel
     for old in DEST.glob("attnlab-*.whl"):
@@ -149,15 +148,32 @@ def figure_characters() -> str:
     return "".join(sorted(chars))
 
 
+def book_cjk_font() -> tuple[Path, int] | None:
+    """The file and face number of the CJK font the build draws Chinese figures with, or None."""
+    from fontTools.ttLib import TTCollection
+    from matplotlib import font_manager
+
+    from attnlab.plots import find_cjk_font
+    family = find_cjk_font()
+    if family is None:
+        return None
+    path = Path(font_manager.findfont(font_manager.FontProperties(family=family), fallback_to_default=False))
+    if path.suffix.lower() != ".ttc":
+        return path, 0
+    faces = TTCollection(str(path)).fonts
+    return path, next(i for i, face in enumerate(faces) if face["name"].getDebugName(1) == family)
+
+
 def vendor_cjk_font() -> None:
     from fontTools import subset
-    if not CJK_FONT.exists():
-        print(f"bookbuild.vendor_pyodide: {CJK_FONT} is missing (Debian: apt-get install fonts-noto-cjk): in the "
-              "Chinese edition, figures drawn by Run will show boxes for Chinese characters", file=sys.stderr)
+    found = book_cjk_font()
+    if found is None:
+        print("bookbuild.vendor_pyodide: no CJK font (Debian: apt-get install fonts-noto-cjk): in the Chinese "
+              "edition, figures drawn by Run will show boxes for Chinese characters", file=sys.stderr)
         return
     options = subset.Options()
-    options.font_number = CJK_FONT_NUMBER
-    font = subset.load_font(str(CJK_FONT), options)
+    options.font_number = found[1]
+    font = subset.load_font(str(found[0]), options)
     subsetter = subset.Subsetter(options)
     subsetter.populate(text=figure_characters())
     subsetter.subset(font)

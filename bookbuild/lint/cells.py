@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import ast
 import builtins
-import symtable
 from pathlib import Path
+
+from attnlab.live_cells import symbols
 
 from ..pages import code_cells
 from . import Finding
@@ -59,14 +60,7 @@ def plumbing(source: str) -> list[tuple[int, str]]:
 
 def bound_and_read(source: str) -> tuple[set[str], set[str]]:
     """(the names a cell binds at its top level, the global names it or its functions read)."""
-    top = symtable.symtable(source, "<cell>", "exec")
-    bound = {s.get_name() for s in top.get_symbols() if s.is_assigned() or s.is_imported() or s.is_namespace()}
-    read, tables = set(), [top]
-    while tables:
-        table = tables.pop()
-        read |= {s.get_name() for s in table.get_symbols()
-                 if s.is_referenced() and (table is top or s.is_global())}
-        tables += table.get_children()
+    bound, read = symbols(source)
     return bound, read - bound - set(dir(builtins))
 
 

@@ -8,9 +8,6 @@ from __future__ import annotations
 
 import base64
 import io
-import subprocess
-import sys
-import textwrap
 
 import numpy as np
 import pandas as pd
@@ -20,6 +17,8 @@ from PIL import Image
 
 import attnlab
 from attnlab import live
+
+from .live_support import run_without_torch
 
 
 @pytest.fixture
@@ -85,25 +84,6 @@ def test_print_speaks_the_edition_language(page):
         attnlab.set_language("en")
     assert chinese != "its weights"
     assert text == chinese + "\n"
-
-
-STAND_INS = textwrap.dedent("""
-    import json, sys
-    from attnlab import live
-    sys.meta_path.insert(0, live._UnavailableFinder())   # as in the browser, where torch is missing
-    for name in [m for m in sys.modules if m.split(".")[0] in live.UNAVAILABLE]:
-        del sys.modules[name]
-    page = live.Page()
-    cells = json.loads(sys.stdin.read())
-    print(json.dumps([page.run_cell(cell) for cell in cells]))
-""")
-
-
-def run_without_torch(cells: list[str]) -> list[list[dict]]:
-    import json
-    done = subprocess.run([sys.executable, "-c", STAND_INS], input=json.dumps(cells), capture_output=True,
-                          text=True, check=True, timeout=120)
-    return json.loads(done.stdout)
 
 
 def test_without_torch_imports_succeed_lines_that_show_nothing_are_skipped_and_uses_say_why():

@@ -7,15 +7,14 @@ half the cells run.
 """
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from attnlab.live_cells import Verdict, attnlab_needs, checkers_needing_torch, verdicts
 from bookbuild.pages import code_cells
+
+from .live_support import run_without_torch
 
 ROOT = Path(__file__).resolve().parents[2]
 SETUP = "import numpy as np\nimport torch\nimport attnlab as al\n_ = torch.manual_seed(0)\n"
@@ -70,18 +69,6 @@ CORE = ["chapters/01_qkv.md", "chapters/02_scaling_softmax.md", "chapters/03_mas
         "exercises/ex03_masks.md", "exercises/ex04_worked.md"]
 PAGES = sorted(p.relative_to(ROOT).as_posix() for folder in ("chapters", "exercises", "solutions")
                for p in (ROOT / folder).glob("*.md"))
-RUN_WITHOUT_TORCH = """
-import json, os, sys
-os.environ["MPLBACKEND"] = "agg"
-from attnlab import live
-sys.meta_path.insert(0, live._UnavailableFinder())          # torch missing, as in the browser
-page = live.Page()
-errors = []
-for number, source in json.loads(sys.stdin.read()):
-    errors += [(number, o["text"][-300:]) for o in page.run_cell(source) if o["kind"] == "error"]
-print(json.dumps(errors))
-"""
-
 
 @pytest.mark.slow
 @pytest.mark.parametrize("page", PAGES)
@@ -91,7 +78,7 @@ def test_every_cell_said_to_run_runs_without_torch(page):
             if verdict.runs]
     if page in CORE:      # the running example and the exercises' NumPy tasks
         assert len(runs) >= len(sources) // 2, "fewer than half of the page's cells run in the browser"
-    done = subprocess.run([sys.executable, "-c", RUN_WITHOUT_TORCH], input=json.dumps(runs), capture_output=True,
-                          text=True, timeout=600, cwd=ROOT)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert json.loads(done.stdout.splitlines()[-1]) == []
+    outputs = run_without_torch([source for _, source in runs])
+    errors = [(number, o["text"][-300:]) for (number, _), cell in zip(runs, outputs)
+              for o in cell if o["kind"] == "error"]
+    assert errors == []

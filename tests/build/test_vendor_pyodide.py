@@ -77,6 +77,7 @@ def test_the_chinese_figures_font_has_every_character_of_the_catalogs():
         missing_build("no _vendor/pyodide/cjk-subset.otf: build the book with fonts-noto-cjk installed")
     from fontTools.ttLib import TTFont
     covered = set(map(chr, TTFont(str(font_file)).getBestCmap()))
-    full = set(map(chr, TTFont(str(vp.CJK_FONT), fontNumber=vp.CJK_FONT_NUMBER).getBestCmap()))
+    path, face = vp.book_cjk_font()
+    full = set(map(chr, TTFont(str(path), fontNumber=face).getBestCmap()))
     wanted = {c for c in vp.figure_characters() if c.isprintable() and not c.isspace()} & full   # as at build
     assert len(wanted) > 900 and wanted - covered == set()
